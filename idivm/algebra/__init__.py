@@ -1,0 +1,1 @@
+"""Algebra: plan operators, their printer, and ID inference (pass 1)."""

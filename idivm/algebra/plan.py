@@ -1,0 +1,140 @@
+"""Logical plan operators for the SPJ core and a printer for them.
+
+Expressions inside operators are sqlglot trees whose columns are qualified by
+scan alias (``alias.column``). Operators are plain dataclasses; the rule
+modules in ``idivm.rules`` give each its i-diff propagation rules.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Union
+
+from sqlglot import exp
+
+from .tables import TableInfo
+
+
+@dataclass
+class Scan:
+    alias: str
+    table: TableInfo
+
+    @property
+    def ids(self) -> list[tuple[str, str]]:
+        """ID inference (Table 1): SCAN(R) -> key(R)."""
+        return [(self.alias, k) for k in self.table.key]
+
+
+@dataclass
+class Join:
+    """Inner theta-join; a comma join is a Join with no conjuncts."""
+
+    left: "Node"
+    right: "Node"
+    conjuncts: list[exp.Expression] = field(default_factory=list)
+
+
+@dataclass
+class Select:
+    child: "Node"
+    conjuncts: list[exp.Expression]
+
+
+@dataclass
+class IdColumn:
+    """A hidden ID column of the maintained table: the key column of one scan."""
+
+    scan: str
+    column: str
+    name: str
+
+
+@dataclass
+class Project:
+    """Generalized projection; after pass 1 it also outputs the hidden ID columns."""
+
+    child: "Node"
+    outputs: list[tuple[str, exp.Expression]]
+    ids: list[IdColumn] = field(default_factory=list)
+
+
+Node = Union[Scan, Join, Select, Project]
+
+
+def children(node: Node) -> list[Node]:
+    if isinstance(node, Scan):
+        return []
+    if isinstance(node, Join):
+        return [node.left, node.right]
+    return [node.child]
+
+
+def scans(node: Node) -> list[Scan]:
+    """Scans below (and including) node, left to right."""
+    if isinstance(node, Scan):
+        return [node]
+    return [s for c in children(node) for s in scans(c)]
+
+
+def walk(node: Node) -> Iterator[Node]:
+    yield node
+    for c in children(node):
+        yield from walk(c)
+
+
+def conjuncts_below(node: Node) -> list[exp.Expression]:
+    """All selection/join conjuncts in the subtree rooted at node."""
+    own = list(node.conjuncts) if isinstance(node, (Join, Select)) else []
+    return own + [c for ch in children(node) for c in conjuncts_below(ch)]
+
+
+def refs(expression: exp.Expression) -> set[tuple[str, str]]:
+    """(scan alias, column) pairs an expression reads."""
+    return {(c.table, c.name) for c in expression.find_all(exp.Column)}
+
+
+def parent_chain(root: Node, target: Node) -> list[Node]:
+    """Operators from target's parent up to root (the path a base i-diff travels)."""
+    path: list[Node] = []
+
+    def visit(node: Node) -> bool:
+        if node is target:
+            return True
+        for c in children(node):
+            if visit(c):
+                path.append(node)
+                return True
+        return False
+
+    visit(root)
+    return path
+
+
+def sql(e: exp.Expression) -> str:
+    return e.sql("postgres")
+
+
+def format_plan(node: Node, indent: int = 0) -> str:
+    """Human-readable plan with IDs (what `idivm explain` prints)."""
+    pad = "  " * indent
+    if isinstance(node, Scan):
+        head = f"{pad}SCAN {node.table.qualified} AS {node.alias}  IDs: {_ids(node.ids)}"
+    elif isinstance(node, Join):
+        cond = " AND ".join(sql(c) for c in node.conjuncts) or "TRUE"
+        head = f"{pad}JOIN ON {cond}  IDs: {_ids(node_ids(node))}"
+    elif isinstance(node, Select):
+        head = f"{pad}SELECT WHERE {' AND '.join(sql(c) for c in node.conjuncts)}  IDs: {_ids(node_ids(node))}"
+    else:
+        outs = ", ".join(f"{sql(e)} AS {n}" for n, e in node.outputs)
+        hidden = ", ".join(f"{i.scan}.{i.column} AS {i.name}" for i in node.ids)
+        head = f"{pad}PROJECT {outs}" + (f"  + hidden IDs: {hidden}" if hidden else "")
+    return "\n".join([head] + [format_plan(c, indent + 1) for c in children(node)])
+
+
+def node_ids(node: Node) -> list[tuple[str, str]]:
+    """ID inference (pass 1, Table 1): σ and π keep their input's IDs, ⋈ unions both sides'."""
+    return [i for s in scans(node) for i in s.ids]
+
+
+def _ids(ids: list[tuple[str, str]]) -> str:
+    return "{" + ", ".join(f"{a}.{c}" for a, c in ids) + "}"

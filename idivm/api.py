@@ -1,0 +1,240 @@
+"""The Python API (DESIGN §2): ``idivm.connect(dsn) -> Engine``."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from .algebra.plan import format_plan, scans
+from .capture import drop_capture, ensure_capture
+from .catalog.migrate import catalog_installed, upgrade_catalog
+from .compile import compile_script
+from .compile.diff_schemas import base_diff_schemas
+from .compile.render import Target, full_query
+from .compile.strategies import STRATEGIES
+from .dsn import resolve_dsn, sqlalchemy_url
+from .errors import IdivmError, UnknownObject
+from .frontend.build_plan import compile_view_sql, parse_one
+from .maintain.executor import MaintenanceReport, maintain_view, pending_changes
+from .names import parse_name
+from .sqltext import ident, qualified, run, string_literal
+
+
+@dataclass
+class VerifyResult:
+    view: str
+    ok: bool
+    missing: list[tuple] = field(default_factory=list)  # rows the query has and the view lacks
+    extra: list[tuple] = field(default_factory=list)  # rows the view has and the query lacks
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def _sql_text(query: Any) -> str:
+    """SQL text from a string or a SQLAlchemy Select (compiled for PostgreSQL with literal values)."""
+    if isinstance(query, str):
+        return query
+    if hasattr(query, "compile"):
+        from sqlalchemy.dialects import postgresql
+
+        return str(query.compile(dialect=postgresql.dialect(), compile_kwargs={"literal_binds": True}))
+    raise IdivmError(f"a view is defined by SQL text or a SQLAlchemy Select, got {type(query).__name__}")
+
+
+class Engine:
+    """A connection to one database holding base tables, maintained views and idivm's catalog."""
+
+    def __init__(self, dsn: str, source: str = "--dsn"):
+        self.dsn = dsn
+        self.dsn_source = source
+        self.sa = sa.create_engine(sqlalchemy_url(dsn), pool_pre_ping=True)
+
+    def close(self) -> None:
+        self.sa.dispose()
+
+    # -- catalog ---------------------------------------------------------------------------
+    def init(self) -> None:
+        """Install or upgrade the catalog schema (idempotent)."""
+        with self.sa.begin() as conn:
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(7411)"))
+            upgrade_catalog(conn)
+
+    def _require_catalog(self, conn: Connection) -> None:
+        if not catalog_installed(conn):
+            raise IdivmError("idivm's catalog is not installed in this database; run `idivm init` first")
+
+    def _view(self, conn: Connection, name: str) -> sa.Row:
+        self._require_catalog(conn)
+        schema, view = parse_name(name)
+        if schema is None:
+            schema = conn.execute(sa.text("SELECT current_schema()")).scalar()
+        row = conn.execute(sa.text(
+            "SELECT * FROM idivm.views WHERE schema_name = :s AND view_name = :n"), {"s": schema, "n": view}).first()
+        if row is None:
+            raise UnknownObject(f'no maintained view named "{name}"; `idivm list` shows the registered views')
+        return row
+
+    # -- registration ----------------------------------------------------------------------
+    def register_view(self, name: str, query: Any, strategy: str = "id") -> MaintenanceReport | None:
+        """Compile, create and materialize a maintained view; install capture on its base tables."""
+        if strategy not in STRATEGIES:
+            raise IdivmError(f"unknown strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
+        sql = _sql_text(query)
+        self.init()
+        schema, view = parse_name(name)
+        with self.sa.connect() as conn:
+            compiled = compile_view_sql(conn, sql)  # refuse early, before taking any lock
+            if schema is None:
+                schema = conn.execute(sa.text("SELECT current_schema()")).scalar()
+            conn.rollback()
+        tables = {(s.table.schema, s.table.name): s.table for s in scans(compiled.plan)}
+        with self.sa.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
+            with conn.begin():
+                # Block writers before the snapshot is taken: no change can slip between the
+                # initial materialization and the first logged change.
+                for s, t in sorted(tables):
+                    run(conn, f"LOCK TABLE {qualified(s, t)} IN SHARE ROW EXCLUSIVE MODE")
+                self._register_locked(conn, schema, view, sql, strategy)
+        return None
+
+    def _register_locked(self, conn: Connection, schema: str, view: str, sql: str, strategy: str) -> None:
+        compiled = compile_view_sql(conn, sql)
+        shown = f"{schema}.{view}"
+        if conn.execute(sa.text("SELECT to_regclass(:q) IS NOT NULL"), {"q": qualified(schema, view)}).scalar():
+            taken = conn.execute(sa.text(
+                "SELECT 1 FROM idivm.views WHERE schema_name = :s AND view_name = :n"), {"s": schema, "n": view}).first()
+            what = "a maintained view" if taken else "a table or view"
+            raise IdivmError(f'cannot register "{shown}": {what} with that name already exists')
+        if not conn.execute(sa.text("SELECT 1 FROM pg_namespace WHERE nspname = :s"), {"s": schema}).first():
+            raise UnknownObject(f'schema "{schema}" does not exist')
+        plan = compiled.plan
+        captured = {}
+        for s in scans(plan):
+            key = (s.table.schema, s.table.name)
+            if key not in captured:
+                captured[key] = ensure_capture(conn, s.table)
+        target = Target(schema=schema, name=view, plan=plan, captured=captured)
+        script = compile_script(target, strategy)
+        view_id = conn.execute(sa.text(
+            "INSERT INTO idivm.views (schema_name, view_name, definition, strategy, output_columns, id_columns, "
+            "plan_text, last_snapshot) VALUES (:s, :n, :d, :st, CAST(:o AS json), CAST(:i AS json), :p, "
+            "CAST(pg_current_snapshot() AS text)) RETURNING id"
+        ), {"s": schema, "n": view, "d": sql, "st": strategy, "o": json.dumps([n for n, _ in plan.outputs]),
+            "i": json.dumps([[i.scan, i.column, i.name] for i in plan.ids]), "p": format_plan(plan)}).scalar_one()
+        for cid in sorted(set(captured.values())):
+            conn.execute(sa.text("INSERT INTO idivm.view_inputs VALUES (:v, :c)"), {"v": view_id, "c": cid})
+        for pos, ds in enumerate(base_diff_schemas(plan)):
+            conn.execute(sa.text(
+                "INSERT INTO idivm.diff_schemas VALUES (:v, :p, :a, :c, :k, CAST(:at AS json), :cond, :l)"
+            ), {"v": view_id, "p": pos, "a": ds.scan, "c": captured[(ds.table.schema, ds.table.name)], "k": ds.kind,
+                "at": json.dumps(list(ds.attrs)), "cond": ds.conditional, "l": ds.label()})
+        for pos, st in enumerate(script.statements):
+            conn.execute(sa.text("INSERT INTO idivm.script_statements VALUES (:v, :p, :ph, :pu, :sql)"),
+                         {"v": view_id, "p": pos, "ph": st.phase, "pu": st.purpose, "sql": st.sql})
+        for pos, text in enumerate(script.derivations):
+            conn.execute(sa.text("INSERT INTO idivm.derivations VALUES (:v, :p, :t)"), {"v": view_id, "p": pos, "t": text})
+        table = qualified(schema, view)
+        run(conn, f"CREATE TABLE {table} AS\n{full_query(target)}")
+        ids = [i.name for i in plan.ids]
+        run(conn, f"ALTER TABLE {table} ADD PRIMARY KEY ({', '.join(ident(c) for c in ids)})")
+        # i-diffs identify view rows by one scan's IDs: index every scan's ID columns
+        for s in scans(plan)[1:]:
+            cols = [i.name for i in plan.ids if i.scan == s.alias]
+            run(conn, f"CREATE INDEX ON {table} ({', '.join(ident(c) for c in cols)})")
+        run(conn, f"COMMENT ON TABLE {table} IS {string_literal('maintained by idivm (' + strategy + '): ' + sql)}")
+
+    # -- maintenance -----------------------------------------------------------------------
+    def _view_names(self, names: tuple[str, ...] | list[str]) -> list[tuple[int, str]]:
+        with self.sa.connect() as conn:
+            if names:
+                rows = [self._view(conn, n) for n in names]
+            else:
+                self._require_catalog(conn)
+                rows = conn.execute(sa.text("SELECT * FROM idivm.views ORDER BY id")).all()
+        return [(r.id, f"{r.schema_name}.{r.view_name}") for r in rows]
+
+    def maintain(self, *names: str) -> list[MaintenanceReport] | MaintenanceReport:
+        """Bring the named views (all if none) up to date; one transaction per view."""
+        reports = [maintain_view(self.sa, vid, shown) for vid, shown in self._view_names(names)]
+        return reports[0] if len(names) == 1 else reports
+
+    def verify(self, name: str) -> VerifyResult:
+        """Maintain, then compare the view with its recomputed query in the same snapshot."""
+        [(vid, shown)] = self._view_names([name])
+        result = VerifyResult(view=shown, ok=True)
+
+        def compare(conn: Connection) -> None:
+            row = conn.execute(sa.text("SELECT * FROM idivm.views WHERE id = :v"), {"v": vid}).one()
+            cols = ", ".join(ident(c) for c in row.output_columns)
+            query = parse_one(row.definition).sql("postgres")
+            table = qualified(row.schema_name, row.view_name)
+            result.missing = run(conn, f"SELECT {cols} FROM ({query}) AS q EXCEPT ALL SELECT {cols} FROM {table}").fetchall()
+            result.extra = run(conn, f"SELECT {cols} FROM {table} EXCEPT ALL SELECT {cols} FROM ({query}) AS q").fetchall()
+            result.ok = not result.missing and not result.extra
+
+        maintain_view(self.sa, vid, shown, before_commit=compare)
+        return result
+
+    # -- inspection ------------------------------------------------------------------------
+    def explain(self, name: str) -> str:
+        with self.sa.connect() as conn:
+            row = self._view(conn, name)
+            schemas = conn.execute(sa.text(
+                "SELECT label FROM idivm.diff_schemas WHERE view_id = :v ORDER BY position"), {"v": row.id}).scalars().all()
+            derivs = conn.execute(sa.text(
+                "SELECT text FROM idivm.derivations WHERE view_id = :v ORDER BY position"), {"v": row.id}).scalars().all()
+            stmts = conn.execute(sa.text(
+                "SELECT phase, purpose, sql FROM idivm.script_statements WHERE view_id = :v ORDER BY phase, position"
+            ), {"v": row.id}).all()
+        from .compile.script import DeltaScript, Statement
+
+        script = DeltaScript(strategy=row.strategy, statements=[Statement(s.phase, s.purpose, s.sql) for s in stmts])
+        parts = [
+            f"view {row.schema_name}.{row.view_name}  (strategy: {row.strategy})",
+            f"definition:\n  {row.definition}",
+            "plan (pass 1: IDs):\n" + _indent(row.plan_text),
+            "base-table i-diff schemas:\n" + _indent("\n".join(schemas)),
+        ]
+        if derivs:
+            parts.append("rule DAG (pass 2-4: instantiated rules, composed and minimized):\n" + _indent("\n".join(derivs)))
+        parts.append("Δ-script:\n" + _indent(script.format()))
+        return "\n\n".join(parts)
+
+    def list(self) -> list[dict]:
+        with self.sa.connect() as conn:
+            self._require_catalog(conn)
+            rows = conn.execute(sa.text("SELECT * FROM idivm.views ORDER BY schema_name, view_name")).all()
+            return [{
+                "view": f"{r.schema_name}.{r.view_name}", "strategy": r.strategy,
+                "pending": pending_changes(conn, r.id), "last_maintained_at": r.last_maintained_at,
+                "last_duration_ms": r.last_duration_ms, "last_changes": r.last_changes,
+            } for r in rows]
+
+    def drop_view(self, name: str) -> None:
+        """Drop the maintained table, its script, and capture no other view needs."""
+        with self.sa.begin() as conn:
+            row = self._view(conn, name)
+            inputs = conn.execute(sa.text(
+                "SELECT captured_table_id FROM idivm.view_inputs WHERE view_id = :v"), {"v": row.id}).scalars().all()
+            run(conn, f"DROP TABLE IF EXISTS {qualified(row.schema_name, row.view_name)}")
+            conn.execute(sa.text("DELETE FROM idivm.views WHERE id = :v"), {"v": row.id})
+            for cid in inputs:
+                still = conn.execute(sa.text(
+                    "SELECT 1 FROM idivm.view_inputs WHERE captured_table_id = :c"), {"c": cid}).first()
+                if not still:
+                    drop_capture(conn, cid)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+
+def connect(dsn: str | None = None) -> Engine:
+    """Connect with DSN resolution: argument > IDIVM_DSN > DATABASE_URL > embedded default."""
+    resolved, source = resolve_dsn(dsn)
+    return Engine(resolved, source)

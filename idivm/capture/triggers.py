@@ -1,0 +1,121 @@
+"""Trigger-based modification logs, shared by all views over a table.
+
+Each captured table gets ``idivm.log_<id>(xid, seq, old_row, new_row)``.
+Statement-level AFTER triggers with transition tables append one row per
+changed tuple, tagged with the writing transaction's top-level xid8
+(``pg_current_xact_id()``); maintenance later consumes exactly the rows of
+transactions that committed between two snapshots (see maintain/instances).
+
+- INSERT logs (NULL, new); DELETE logs (old, NULL).
+- UPDATE pairs OLD/NEW transition rows by primary key: a key update becomes
+  (old, NULL) + (NULL, new), i.e. a delete and an insert; rows left unchanged
+  by the UPDATE are not logged.
+- TRUNCATE (no transition tables exist for it) logs every row as deleted
+  from a BEFORE TRUNCATE trigger.
+
+Rows are stored as jsonb so that later ALTER TABLE on the base table is not
+blocked by a column of its row type. The function is SECURITY DEFINER with a
+fixed search_path: application roles need no rights on idivm's schema, and
+objects on their search_path cannot redirect it.
+"""
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ..algebra.tables import TableInfo
+from ..sqltext import ident, qualified, run, string_literal
+
+TRIGGERS = ("idivm_capture_insert", "idivm_capture_update", "idivm_capture_delete", "idivm_capture_truncate")
+
+
+def log_table(captured_id: int) -> str:
+    return qualified("idivm", f"log_{captured_id}")
+
+
+def _function_body(info: TableInfo, log: str) -> str:
+    o, n = ident("o"), ident("n")
+    first = ident(info.key[0])
+    on = " AND ".join(f"{o}.{ident(k)} = {n}.{ident(k)}" for k in info.key)
+    return f"""
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    INSERT INTO {log} (old_row, new_row) SELECT NULL, to_jsonb({n}) FROM idivm_new AS {n};
+  ELSIF TG_OP = 'DELETE' THEN
+    INSERT INTO {log} (old_row, new_row) SELECT to_jsonb({o}), NULL FROM idivm_old AS {o};
+  ELSIF TG_OP = 'UPDATE' THEN
+    INSERT INTO {log} (old_row, new_row)
+    SELECT p.old_row, p.new_row FROM (
+      SELECT CASE WHEN {o}.{first} IS NULL THEN NULL ELSE to_jsonb({o}) END AS old_row,
+             CASE WHEN {n}.{first} IS NULL THEN NULL ELSE to_jsonb({n}) END AS new_row
+      FROM idivm_old AS {o} FULL JOIN idivm_new AS {n} ON {on}) AS p
+    WHERE p.old_row IS DISTINCT FROM p.new_row;
+  ELSIF TG_OP = 'TRUNCATE' THEN
+    INSERT INTO {log} (old_row, new_row) SELECT to_jsonb({o}), NULL FROM {info.qualified} AS {o};
+  END IF;
+  RETURN NULL;
+END
+"""
+
+
+def ensure_capture(conn: Connection, info: TableInfo) -> int:
+    """Install (once per table) the log and triggers; return the captured table's id."""
+    existing = conn.execute(
+        sa.text("SELECT id FROM idivm.captured_tables WHERE schema_name = :s AND table_name = :t"),
+        {"s": info.schema, "t": info.name},
+    ).scalar()
+    if existing is not None:
+        return existing
+    cid = conn.execute(
+        sa.text(
+            "INSERT INTO idivm.captured_tables (schema_name, table_name, key_columns, log_table, capture_function) "
+            "VALUES (:s, :t, CAST(:k AS json), '', '') RETURNING id"
+        ),
+        {"s": info.schema, "t": info.name, "k": _json(list(info.key))},
+    ).scalar_one()
+    log = log_table(cid)
+    fn = qualified("idivm", f"capture_{cid}")
+    run(conn, f"CREATE TABLE {log} (xid xid8 NOT NULL DEFAULT pg_current_xact_id(), "
+        "seq bigint GENERATED ALWAYS AS IDENTITY, old_row jsonb, new_row jsonb)")
+    body = _function_body(info, log)
+    run(conn, 
+        f"CREATE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER "
+        f"SET search_path = pg_catalog, pg_temp AS {string_literal(body)}"
+    )
+    t = info.qualified
+    run(conn, f"CREATE TRIGGER idivm_capture_insert AFTER INSERT ON {t} REFERENCING NEW TABLE AS idivm_new "
+                         f"FOR EACH STATEMENT EXECUTE FUNCTION {fn}()")
+    run(conn, f"CREATE TRIGGER idivm_capture_update AFTER UPDATE ON {t} REFERENCING OLD TABLE AS idivm_old "
+                         f"NEW TABLE AS idivm_new FOR EACH STATEMENT EXECUTE FUNCTION {fn}()")
+    run(conn, f"CREATE TRIGGER idivm_capture_delete AFTER DELETE ON {t} REFERENCING OLD TABLE AS idivm_old "
+                         f"FOR EACH STATEMENT EXECUTE FUNCTION {fn}()")
+    run(conn, f"CREATE TRIGGER idivm_capture_truncate BEFORE TRUNCATE ON {t} "
+                         f"FOR EACH STATEMENT EXECUTE FUNCTION {fn}()")
+    conn.execute(
+        sa.text("UPDATE idivm.captured_tables SET log_table = :l, capture_function = :f WHERE id = :id"),
+        {"l": log, "f": fn, "id": cid},
+    )
+    return cid
+
+
+def drop_capture(conn: Connection, captured_id: int) -> None:
+    """Remove triggers, function and log of a table no view reads any more."""
+    row = conn.execute(
+        sa.text("SELECT schema_name, table_name, log_table, capture_function FROM idivm.captured_tables WHERE id = :id"),
+        {"id": captured_id},
+    ).one()
+    table = qualified(row.schema_name, row.table_name)
+    exists = conn.execute(sa.text("SELECT to_regclass(:t) IS NOT NULL"), {"t": table}).scalar()
+    if exists:
+        for trg in TRIGGERS:
+            run(conn, f"DROP TRIGGER IF EXISTS {ident(trg)} ON {table}")
+    run(conn, f"DROP FUNCTION IF EXISTS {row.capture_function}()")
+    run(conn, f"DROP TABLE IF EXISTS {row.log_table}")
+    conn.execute(sa.text("DELETE FROM idivm.captured_tables WHERE id = :id"), {"id": captured_id})
+
+
+
+def _json(v) -> str:
+    import json
+
+    return json.dumps(v)

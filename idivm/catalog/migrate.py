@@ -1,0 +1,23 @@
+"""`idivm init`: upgrade the catalog schema to the newest alembic revision (idempotent)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy.engine import Connection
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+def upgrade_catalog(conn: Connection) -> None:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["connection"] = conn
+    command.upgrade(cfg, "head")
+
+
+def catalog_installed(conn: Connection) -> bool:
+    from sqlalchemy import text
+
+    return conn.execute(text("SELECT to_regclass('idivm.views') IS NOT NULL")).scalar()

@@ -1,0 +1,145 @@
+"""The `idivm` command line (DESIGN §2). Errors print one line, never a traceback."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from .errors import IdivmError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Incremental maintenance of SQL views over PostgreSQL (ID-based IVM).")
+out = Console()
+err = Console(stderr=True)
+_state: dict = {}
+
+
+@app.callback()
+def _main(dsn: Optional[str] = typer.Option(None, "--dsn", help="PostgreSQL DSN; else IDIVM_DSN, DATABASE_URL, "
+                                            "or the embedded default database")):
+    _state["dsn"] = dsn
+
+
+def _engine():
+    from .api import connect
+
+    if "engine" not in _state:
+        _state["engine"] = connect(_state.get("dsn"))
+    return _state["engine"]
+
+
+@app.command()
+def init():
+    """Install or upgrade idivm's catalog schema (idempotent)."""
+    _engine().init()
+    out.print("catalog is up to date")
+
+
+@app.command("register-view")
+def register_view(
+    name: str = typer.Argument(..., help="view name, optionally SCHEMA.NAME"),
+    sql: Optional[str] = typer.Option(None, "--sql", help="the defining SELECT"),
+    file: Optional[Path] = typer.Option(None, "--file", help="file holding the defining SELECT"),
+    strategy: str = typer.Option("id", "--strategy", help="id (ID-based, default) or tuple (tuple-based baseline)"),
+):
+    """Register a view: compile its Δ-script, create and fill its table, start capturing changes."""
+    if (sql is None) == (file is None):
+        raise IdivmError("give the view's SELECT with exactly one of --sql or --file")
+    if file is not None:
+        try:
+            sql = file.read_text()
+        except OSError as e:
+            raise IdivmError(f"cannot read {file}: {e.strerror}") from None
+    _engine().register_view(name, sql, strategy=strategy)
+    out.print(f"registered {name} (strategy {strategy})")
+
+
+@app.command()
+def maintain(names: List[str] = typer.Argument(None, help="views to maintain (default: all)")):
+    """Apply the changes logged since the last maintenance (one transaction per view)."""
+    reports = _engine().maintain(*(names or []))
+    for r in reports if isinstance(reports, list) else [reports]:
+        out.print(str(r))
+
+
+@app.command()
+def verify(name: str):
+    """Maintain, then compare the view with its recomputed query; exit 1 on any difference."""
+    r = _engine().verify(name)
+    if r.ok:
+        out.print(f"{r.view}: OK, equal to its query")
+        return
+    out.print(f"{r.view}: DIFFERENT: {len(r.missing)} rows missing, {len(r.extra)} extra")
+    for row in r.missing[:20]:
+        out.print(f"  missing: {row}")
+    for row in r.extra[:20]:
+        out.print(f"  extra:   {row}")
+    raise typer.Exit(1)
+
+
+@app.command()
+def explain(name: str):
+    """Show the plan with IDs, the base-table i-diff schemas, the rule DAG and the Δ-script."""
+    out.print(_engine().explain(name), markup=False, highlight=False)
+
+
+@app.command("list")
+def list_views():
+    """Registered views with strategy, pending changes and last maintenance."""
+    rows = _engine().list()
+    t = Table("view", "strategy", "pending changes", "last maintained", "took (ms)", "changes applied")
+    for r in rows:
+        t.add_row(r["view"], r["strategy"], str(r["pending"]),
+                  str(r["last_maintained_at"] or "never"),
+                  f"{r['last_duration_ms']:.1f}" if r["last_duration_ms"] is not None else "",
+                  str(r["last_changes"] if r["last_changes"] is not None else ""))
+    out.print(t)
+
+
+@app.command("drop-view")
+def drop_view(name: str):
+    """Drop a maintained view and the capture no other view needs."""
+    _engine().drop_view(name)
+    out.print(f"dropped {name}")
+
+
+@app.command()
+def demo():
+    """The paper's devices/parts example (Figure 1), end to end."""
+    from .demo import run_demo
+
+    run_demo(_engine(), out)
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except IdivmError as e:
+        err.print(f"error: {e}", markup=False, highlight=False)
+        sys.exit(2)
+    except typer.Exit as e:
+        sys.exit(e.exit_code)
+    except typer.Abort:
+        sys.exit(1)
+    except Exception as e:  # click usage errors and database errors: one line
+        import click
+        import sqlalchemy
+
+        if isinstance(e, click.ClickException):
+            e.show()
+            sys.exit(e.exit_code)
+        if isinstance(e, sqlalchemy.exc.OperationalError):
+            err.print(f"error: cannot reach the database: {str(e.orig).strip().splitlines()[0]}", markup=False)
+            sys.exit(2)
+        if isinstance(e, sqlalchemy.exc.DBAPIError):
+            err.print(f"error: database error: {str(e.orig).strip().splitlines()[0]}", markup=False)
+            sys.exit(2)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,154 @@
+"""Pass 3 output: turning composed i-diffs into SQL statements (PostgreSQL).
+
+Identifiers are quoted through sqlglot; expressions from the view are
+re-bound (scan columns -> i-diff instance or base-table aliases) as sqlglot
+trees and rendered, never pasted as text.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from ..algebra.plan import IdColumn, Project, refs, scans
+from ..algebra.tables import TableInfo
+from ..rules.idiff import PRE_MARK, DiffSchema, IDiff
+from ..sqltext import DIALECT, ident, qualified
+
+DIFF_ALIAS = "d"
+VIEW_ALIAS = "v"
+KIND_CODE = {"+": "I", "-": "D", "u": "U"}
+
+
+def delta_table(captured_id: int) -> str:
+    """The per-maintenance i-diff instance table of one captured base table."""
+    return f"pg_temp.{ident(f'idivm_delta_{captured_id}')}"
+
+
+@dataclass
+class Target:
+    """Everything rendering needs to know about the view being maintained."""
+
+    schema: str
+    name: str
+    plan: Project
+    captured: dict[tuple[str, str], int]  # (schema, table) -> captured table id
+
+    @property
+    def table(self) -> str:
+        return qualified(self.schema, self.name)
+
+    @property
+    def scan_alias(self) -> dict[str, str]:
+        return {s.alias: f"t{i}" for i, s in enumerate(scans(self.plan), 1)}
+
+    @property
+    def tables(self) -> dict[str, TableInfo]:
+        return {s.alias: s.table for s in scans(self.plan)}
+
+    def delta_of(self, scan: str) -> str:
+        t = self.tables[scan]
+        return delta_table(self.captured[(t.schema, t.name)])
+
+    def base(self, scan: str) -> str:
+        return f"{self.tables[scan].qualified} AS {ident(self.scan_alias[scan])}"
+
+    def ids_of(self, scan: str) -> list[IdColumn]:
+        return [i for i in self.plan.ids if i.scan == scan]
+
+    @property
+    def columns(self) -> list[str]:
+        return [n for n, _ in self.plan.outputs] + [i.name for i in self.plan.ids]
+
+
+def binder(target: Target, origin: str | None, image: str = "post"):
+    """Rebind scan columns: origin -> i-diff columns (pre/post image), others -> base aliases."""
+    aliases = target.scan_alias
+
+    def fn(node: exp.Expression) -> exp.Expression:
+        if not isinstance(node, exp.Column):
+            return node
+        t = node.table
+        if t.startswith(PRE_MARK) or (t == origin and image == "pre"):
+            return exp.column(f"pre__{node.name}", DIFF_ALIAS, quoted=True)
+        if t == origin:
+            return exp.column(f"post__{node.name}", DIFF_ALIAS, quoted=True)
+        return exp.column(node.name, aliases[t], quoted=True)
+
+    return lambda e: e.copy().transform(fn).sql(DIALECT)
+
+
+def schema_filter(schema: DiffSchema) -> str:
+    kind = f"{ident(DIFF_ALIAS)}.{ident('kind')} = '{KIND_CODE[schema.kind]}'"
+    if schema.kind != "u":
+        return kind
+    changed = " OR ".join(
+        f"{ident(DIFF_ALIAS)}.{ident('pre__' + a)} IS DISTINCT FROM {ident(DIFF_ALIAS)}.{ident('post__' + a)}"
+        for a in schema.attrs
+    )
+    return f"{kind} AND ({changed})"
+
+
+def _id_value(target: Target, i: IdColumn, origin: str, image: str) -> str:
+    if i.scan == origin:
+        return f"{ident(DIFF_ALIAS)}.{ident(image + '__' + i.column)}"
+    return f"{ident(target.scan_alias[i.scan])}.{ident(i.column)}"
+
+
+def _where(parts: list[str]) -> str:
+    return " AND ".join(f"({p})" if " OR " in p and not p.startswith("(") else p for p in parts) or "TRUE"
+
+
+def insert_rows(target: Target, origin: str, joined: list[str], filters: list[str], bind, from_sql: str | None = None) -> str:
+    """INSERT INTO view SELECT outputs, IDs FROM Δ[origin] ⋈ joined WHERE filters (APPLY Δ+)."""
+    outs = [f"{bind(e)} AS {ident(n)}" for n, e in target.plan.outputs]
+    outs += [f"{_id_value(target, i, origin, 'post')} AS {ident(i.name)}" for i in target.plan.ids]
+    froms = [from_sql or f"{target.delta_of(origin)} AS {ident(DIFF_ALIAS)}"] + [target.base(j) for j in joined]
+    cols = ", ".join(ident(c) for c in target.columns)
+    conflict = ", ".join(ident(i.name) for i in target.plan.ids)
+    return (
+        f"INSERT INTO {target.table} AS {ident(VIEW_ALIAS)} ({cols})\nSELECT {', '.join(outs)}\n"
+        f"FROM {', '.join(froms)}\nWHERE {_where(filters)}\nON CONFLICT ({conflict}) DO NOTHING"
+    )
+
+
+def render_idiff(target: Target, d: IDiff) -> tuple[int, str]:
+    """(phase, SQL) applying one composed view-level i-diff."""
+    bind = binder(target, d.origin)
+    filters = [schema_filter(d.schema)] + [bind(w) for w in d.where]
+    v, dd = ident(VIEW_ALIAS), ident(DIFF_ALIAS)
+    if d.kind == "+":
+        return 2, insert_rows(target, d.origin, list(d.joined), filters, bind)
+    match = [f"{v}.{ident(i.name)} = {dd}.{ident(('pre__' if d.kind == '-' else 'post__') + i.column)}"
+             for i in target.ids_of(d.origin)]
+    if d.kind == "-":
+        return 0, (
+            f"DELETE FROM {target.table} AS {v}\nUSING {target.delta_of(d.origin)} AS {dd}\n"
+            f"WHERE {_where(filters + match)}"
+        )
+    from ..rules.project import updated_outputs
+
+    names = updated_outputs(target.plan, d)
+    exprs = dict(target.plan.outputs)
+    others = sorted({a for n in names for a, _ in refs(exprs[n]) if a != d.origin})
+    sets = ", ".join(f"{ident(n)} = {bind(exprs[n])}" for n in names)
+    other_match = [
+        f"{ident(target.scan_alias[o])}.{ident(i.column)} = {v}.{ident(i.name)}" for o in others for i in target.ids_of(o)
+    ]
+    froms = [f"{target.delta_of(d.origin)} AS {dd}"] + [target.base(o) for o in others]
+    return 1, (
+        f"UPDATE {target.table} AS {v} SET {sets}\nFROM {', '.join(froms)}\n"
+        f"WHERE {_where(filters + match + other_match)}"
+    )
+
+
+def full_query(target: Target) -> str:
+    """The defining query extended with hidden IDs, over post-state base tables (initial materialization)."""
+    from ..algebra.plan import conjuncts_below
+
+    bind = binder(target, None)
+    outs = [f"{bind(e)} AS {ident(n)}" for n, e in target.plan.outputs]
+    outs += [f"{ident(target.scan_alias[i.scan])}.{ident(i.column)} AS {ident(i.name)}" for i in target.plan.ids]
+    froms = [target.base(s.alias) for s in scans(target.plan)]
+    where = [bind(c) for c in conjuncts_below(target.plan)]
+    return f"SELECT {', '.join(outs)}\nFROM {', '.join(froms)}\nWHERE {_where(where)}"

@@ -1,0 +1,18 @@
+"""Errors users see.
+
+Every failure a user can cause (bad SQL, unsupported construct, unknown view)
+raises an ``IdivmError`` whose message is one self-contained line; the CLI
+prints it without a traceback.
+"""
+
+
+class IdivmError(Exception):
+    """A problem the user can fix; the message names it."""
+
+
+class UnsupportedQuery(IdivmError):
+    """The view's SELECT uses a construct idivm cannot maintain (yet)."""
+
+
+class UnknownObject(IdivmError):
+    """A table, column or view that does not exist."""

@@ -1,0 +1,111 @@
+"""Refusals: constructs the SPJ core cannot maintain, named in the error.
+
+Each check looks at the parsed tree before anything is created, so a refused
+view leaves the database untouched.
+"""
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlglot import exp
+
+from ..errors import UnsupportedQuery
+
+SUPPORTED = (
+    "supported: SELECT of columns and expressions FROM base tables with inner joins "
+    "(JOIN ... ON/USING, NATURAL JOIN, comma joins), WHERE conditions and SPJ subqueries in FROM"
+)
+
+# (node type, how to name it) - checked in this order
+_REFUSED: tuple[tuple[type[exp.Expression], str], ...] = (
+    (exp.Window, "window functions (OVER ...)"),
+    (exp.AggFunc, "aggregate functions"),
+    (exp.Group, "GROUP BY"),
+    (exp.Having, "HAVING"),
+    (exp.Distinct, "DISTINCT"),
+    (exp.Limit, "LIMIT"),
+    (exp.Offset, "OFFSET"),
+    (exp.Fetch, "FETCH"),
+    (exp.Order, "ORDER BY"),
+    (exp.With, "WITH (common table expressions)"),
+    (exp.Lateral, "LATERAL"),
+    (exp.Values, "VALUES lists"),
+    (exp.Exists, "EXISTS subqueries"),
+)
+
+# Functions whose value may change between maintenances without any table changing.
+_TIME_NODES = (exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime, exp.CurrentUser)
+
+
+def refuse(construct: str) -> UnsupportedQuery:
+    return UnsupportedQuery(f"{construct} not supported in maintained views yet; {SUPPORTED}")
+
+
+def check_statement(tree: exp.Expression) -> exp.Select:
+    """The statement is a single SELECT of the supported shape."""
+    if isinstance(tree, (exp.Union, exp.Except, exp.Intersect)):
+        raise refuse(f"{tree.key.upper()} (set operations)")
+    if not isinstance(tree, exp.Select):
+        raise UnsupportedQuery(f"a view is defined by a SELECT statement, got {tree.key.upper()}")
+    for node_type, name in _REFUSED:
+        if tree.find(node_type):
+            raise refuse(name)
+    for node in tree.find_all(exp.Union, exp.Except, exp.Intersect):
+        raise refuse(f"{node.key.upper()} (set operations)")
+    for join in tree.find_all(exp.Join):
+        side = (join.side or "").upper()
+        kind = (join.kind or "").upper()
+        if side in ("LEFT", "RIGHT", "FULL") or kind in ("OUTER", "SEMI", "ANTI"):
+            raise refuse(f"{side or kind} OUTER JOIN".replace("OUTER OUTER", "OUTER"))
+    for sub in tree.find_all(exp.Subquery):
+        if not isinstance(sub.parent, (exp.From, exp.Join)):
+            raise refuse("subqueries outside FROM (in SELECT or WHERE)")
+    for node in tree.find_all(exp.In):
+        if node.args.get("query"):
+            raise refuse("IN (subquery)")
+    for node in tree.find_all(exp.Select):
+        if node is not tree and not isinstance(node.parent, exp.Subquery):
+            raise refuse("scalar subqueries")
+    for node in tree.find_all(*_TIME_NODES):
+        raise UnsupportedQuery(
+            f"{node.sql('postgres')} changes without any table changing, so a maintained view "
+            "could not stay equal to its query; use a constant or a column instead"
+        )
+    for node in tree.find_all(exp.Table):
+        if isinstance(node.this, exp.Func) or node.args.get("joins"):
+            raise refuse("table functions in FROM")
+    return tree
+
+
+def function_names(tree: exp.Expression) -> set[str]:
+    """PostgreSQL names of the functions a tree calls."""
+    names: set[str] = set()
+    for f in tree.find_all(exp.Func):
+        if isinstance(f, exp.Anonymous):
+            names.add(str(f.name).lower())
+        else:
+            text = f.sql("postgres")
+            if "(" in text:
+                head = text.split("(", 1)[0].strip().lower()
+                if head.replace("_", "").isalnum():
+                    names.add(head)
+    return names
+
+
+def check_deterministic(conn: Connection, tree: exp.Expression) -> None:
+    """Refuse volatile and stable functions: their value can change without any table changing."""
+    names = sorted(function_names(tree))
+    if not names:
+        return
+    bad = conn.execute(
+        sa.text(
+            "SELECT DISTINCT proname FROM pg_proc WHERE proname = ANY(:names) AND provolatile IN ('v', 's') "
+            "ORDER BY 1"
+        ),
+        {"names": names},
+    ).scalars().all()
+    if bad:
+        raise UnsupportedQuery(
+            f"function {', '.join(bad)} is volatile or stable in PostgreSQL (its result can change between "
+            "maintenances without any table changing); maintained views use immutable functions only"
+        )

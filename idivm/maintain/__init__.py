@@ -1,0 +1,1 @@
+"""Maintenance time: effective i-diff instances from the logs, then the Δ-script."""

@@ -1,0 +1,127 @@
+"""Deferred maintenance of one view: consume the logs, run the Δ-script, atomically.
+
+1. A session-level advisory lock serialises maintainers of the same view
+   (taken before the transaction's snapshot, so a waiter never works from a
+   snapshot older than the previous maintainer's commit).
+2. One REPEATABLE READ transaction: its snapshot fixes both what the base
+   tables contain and which log rows are consumed (those not visible in the
+   view's previous snapshot). The view's catalog row is locked FOR UPDATE as
+   a second guard against double application.
+3. Build the effective i-diff instances, run the stored Δ-script, record the
+   new snapshot, commit. Any failure rolls all of it back: view and
+   unconsumed log stay exactly as before.
+4. After commit, log rows every view over the table has consumed are pruned
+   (READ COMMITTED, best effort: a failure there loses nothing).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from ..errors import IdivmError
+from ..algebra.tables import TableInfo
+from ..sqltext import run
+from .instances import build_instance
+
+LOCK_CLASS = 0x1D1B  # advisory lock namespace for view maintenance
+
+
+@dataclass
+class MaintenanceReport:
+    view: str
+    changes: int = 0
+    statements: int = 0
+    rows_affected: int = 0
+    seconds: float = 0.0
+    per_table: dict[str, int] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return (f"{self.view}: {self.changes} effective changes, {self.statements} statements, "
+                f"{self.rows_affected} view rows touched in {self.seconds * 1000:.1f} ms")
+
+
+def view_inputs(conn: Connection, view_id: int) -> list[sa.Row]:
+    return conn.execute(sa.text(
+        "SELECT c.id, c.schema_name, c.table_name, c.key_columns, c.log_table FROM idivm.view_inputs vi "
+        "JOIN idivm.captured_tables c ON c.id = vi.captured_table_id WHERE vi.view_id = :v ORDER BY c.id"
+    ), {"v": view_id}).all()
+
+
+def maintain_view(engine: Engine, view_id: int, name: str,
+                  before_commit: Callable[[Connection], None] | None = None) -> MaintenanceReport:
+    report = MaintenanceReport(view=name)
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as lock_conn:
+        lock_conn.execute(sa.text("SELECT pg_advisory_lock(:c, :v)"), {"c": LOCK_CLASS, "v": view_id})
+        try:
+            with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
+                with conn.begin():
+                    _run(conn, view_id, report, before_commit)
+            _prune(engine, view_id)
+        finally:
+            lock_conn.execute(sa.text("SELECT pg_advisory_unlock(:c, :v)"), {"c": LOCK_CLASS, "v": view_id})
+    return report
+
+
+def _run(conn: Connection, view_id: int, report: MaintenanceReport, before_commit) -> None:
+    started = time.perf_counter()
+    row = conn.execute(sa.text(
+        "SELECT last_snapshot, CAST(pg_current_snapshot() AS text) AS now FROM idivm.views WHERE id = :v FOR UPDATE"
+    ), {"v": view_id}).one_or_none()
+    if row is None:
+        raise IdivmError(f"view {report.view} was dropped while being maintained")
+    for t in view_inputs(conn, view_id):
+        info = _table_info(conn, t)
+        n = build_instance(conn, view_id, t.id, t.log_table, info)
+        report.per_table[f"{t.schema_name}.{t.table_name}"] = n
+        report.changes += n
+    if report.changes:
+        stmts = conn.execute(sa.text(
+            "SELECT sql FROM idivm.script_statements WHERE view_id = :v ORDER BY phase, position"
+        ), {"v": view_id}).scalars().all()
+        for sql in stmts:
+            cur = run(conn, sql)
+            report.statements += 1
+            report.rows_affected += max(cur.rowcount, 0)
+    if before_commit:
+        before_commit(conn)
+    report.seconds = time.perf_counter() - started
+    conn.execute(sa.text(
+        "UPDATE idivm.views SET last_snapshot = :s, last_maintained_at = now(), last_duration_ms = :ms, "
+        "last_changes = :n WHERE id = :v"
+    ), {"s": row.now, "ms": report.seconds * 1000, "n": report.changes, "v": view_id})
+
+
+def _table_info(conn: Connection, t) -> TableInfo:
+    from ..frontend.reflect import reflect_table
+
+    return reflect_table(conn, t.schema_name, t.table_name)
+
+
+def _prune(engine: Engine, view_id: int) -> None:
+    """Delete log rows that every view over the table has consumed."""
+    try:
+        with engine.begin() as conn:
+            for t in view_inputs(conn, view_id):
+                run(conn, (
+                    f"DELETE FROM {t.log_table} AS l WHERE NOT EXISTS (SELECT 1 FROM idivm.view_inputs AS vi "
+                    "JOIN idivm.views AS v ON v.id = vi.view_id "
+                    f"WHERE vi.captured_table_id = {int(t.id)} "
+                    "AND NOT pg_visible_in_snapshot(l.xid, CAST(v.last_snapshot AS pg_snapshot)))"
+                ))
+    except sa.exc.DBAPIError:
+        pass  # pruning is an optimisation; the rows are consumed again by nobody
+
+
+def pending_changes(conn: Connection, view_id: int) -> int:
+    """Log rows not yet consumed by this view (before folding)."""
+    total = 0
+    for t in view_inputs(conn, view_id):
+        total += run(conn, (
+            f"SELECT count(*) FROM {t.log_table} AS l WHERE NOT pg_visible_in_snapshot(l.xid, "
+            f"(SELECT CAST(v.last_snapshot AS pg_snapshot) FROM idivm.views AS v WHERE v.id = {int(view_id)}))"
+        )).fetchone()[0]
+    return total

@@ -1,0 +1,37 @@
+"""i-diff propagation rules (pass 2), one module per operator.
+
+``propagate(plan, diff)`` walks a base-table i-diff from its scan up to the
+root, applying each operator's rules; an operator may turn one input i-diff
+into several (an update through a selection can become an insert, a delete
+and an update), which is what makes the rule DAG of Figure 6.
+"""
+from ..algebra.plan import Join, Node, Project, Scan, Select, parent_chain
+from . import join, project, scan, select
+from .idiff import IDiff
+
+__all__ = ["IDiff", "propagate", "instantiate"]
+
+
+def instantiate(root: Node, s: Scan, schema) -> list[IDiff]:
+    """Pass 2 for one base-table i-diff schema: the view-level i-diffs it leads to."""
+    diffs = [scan.rule(s, schema)]
+    path = parent_chain(root, s)
+    below: Node = s
+    for op in path:
+        out: list[IDiff] = []
+        for d in diffs:
+            if isinstance(op, Select):
+                out += select.rule(op, d)
+            elif isinstance(op, Join):
+                out += join.rule(op, d, from_left=_contains(op.left, below))
+            elif isinstance(op, Project):
+                out += project.rule(op, d)
+        diffs = out
+        below = op
+    return diffs
+
+
+def _contains(node: Node, target: Node) -> bool:
+    from ..algebra.plan import walk
+
+    return any(n is target for n in walk(node))

@@ -1,0 +1,94 @@
+"""The i-diff as the rules see it, and its printer.
+
+An i-diff here is a conjunctive query: the origin scan is bound to the
+base-table i-diff instance (which holds full pre- and post-state images, so
+``R ⋉_I Δ`` is answered from Δ itself: Figure 8's semijoin rewrites under
+C1/C3), other scans in ``joined`` are read from post-state base tables, and
+``where`` filters the rows. Columns of the origin scan read the post-state
+image unless wrapped by ``pre()``.
+
+Kinds: '+' insert (identified by all IDs of the joined scans), '-' delete
+and 'u' update (identified by the origin scan's IDs only: the i-diff names a
+subset of the view's ID components, Section 2).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from sqlglot import exp
+
+from ..algebra.tables import TableInfo
+
+PRE_MARK = "\x00pre\x00"
+SYMBOL = {"+": "Δ+", "-": "Δ-", "u": "Δu"}
+
+
+@dataclass(frozen=True)
+class DiffSchema:
+    """A base-table i-diff schema (Section 5) for one scan of a table."""
+
+    scan: str
+    table: TableInfo
+    kind: str  # '+', '-', 'u'
+    attrs: tuple[str, ...] = ()  # for 'u': attributes carried in post-state
+    conditional: bool = False
+
+    def label(self) -> str:
+        t, key = self.table.name, ",".join(self.table.key)
+        if self.kind == "+":
+            return f"Δ+_{t}({key}; {', '.join(a + '_post' for a in self.table.non_key)})"
+        if self.kind == "-":
+            return f"Δ-_{t}({key}; {', '.join(a + '_pre' for a in self.table.non_key)})"
+        what = "conditional" if self.conditional else "non-conditional"
+        return (
+            f"Δu_{t}({key}; {', '.join(a + '_pre' for a in self.table.non_key)}; "
+            f"{', '.join(a + '_post' for a in self.attrs)})  [{what}, scan {self.scan}]"
+        )
+
+
+@dataclass(frozen=True)
+class IDiff:
+    kind: str
+    origin: str
+    schema: DiffSchema
+    joined: tuple[str, ...] = ()
+    where: tuple[exp.Expression, ...] = ()
+    trail: tuple[str, ...] = field(default=())
+
+    def derive(self, step: str, **changes) -> "IDiff":
+        changes.setdefault("trail", self.trail + (step,))
+        return replace(self, **changes)
+
+    @property
+    def id_scans(self) -> tuple[str, ...]:
+        return (self.origin,) + self.joined if self.kind == "+" else (self.origin,)
+
+    def format(self) -> str:
+        cond = " AND ".join(show(w) for w in self.where) or "TRUE"
+        src = f"Δ[{self.origin}]" + "".join(f" ⋈ {j}" for j in self.joined)
+        return f"{SYMBOL[self.kind]}V by IDs of {{{', '.join(self.id_scans)}}} = σ[{cond}]({src})"
+
+
+def pre(e: exp.Expression, scan: str) -> exp.Expression:
+    """The same expression evaluated on the pre-state image of `scan`'s i-diff."""
+    e = e.copy()
+    for c in e.find_all(exp.Column):
+        if c.table == scan:
+            c.set("table", exp.to_identifier(PRE_MARK + scan, quoted=True))
+    return e
+
+
+def is_not_true(e: exp.Expression) -> exp.Expression:
+    """SQL's three-valued negation as a filter: rows where e is FALSE or NULL."""
+    return exp.Not(this=exp.Is(this=exp.Paren(this=e.copy()), expression=exp.true()))
+
+
+def conj(es: list[exp.Expression]) -> exp.Expression:
+    out = es[0].copy()
+    for e in es[1:]:
+        out = exp.And(this=out, expression=e.copy())
+    return exp.Paren(this=out) if len(es) > 1 else out
+
+
+def show(e: exp.Expression) -> str:
+    return e.sql("postgres").replace(f'"{PRE_MARK}', '"pre:').replace(PRE_MARK, "pre:")

@@ -1,0 +1,16 @@
+"""⋈_φ (Table 10), with × as the case of no conjuncts (Table 4).
+
+An insert from one input joins the other input's post-state; deletes and
+updates keep identifying rows by the origin scan's IDs alone, which is why a
+non-conditional update never touches the other input (Example 1.2).
+"""
+from __future__ import annotations
+
+from ..algebra.plan import Join
+from .conditions import through
+from .idiff import IDiff
+
+
+def rule(op: Join, d: IDiff, from_left: bool) -> list[IDiff]:
+    mine, other = (op.left, op.right) if from_left else (op.right, op.left)
+    return through(d, op.conjuncts, "⋈", mine, other)

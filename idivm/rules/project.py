@@ -1,0 +1,24 @@
+"""π_D,f(X)->c (Table 8): the view-level i-diffs.
+
+Inserts project the output and ID columns; deletes keep the origin's IDs;
+an update reaches the view only if some output expression reads an updated
+attribute (otherwise σ_isupd would drop every tuple: "not triggered").
+"""
+from __future__ import annotations
+
+from ..algebra.plan import Project, refs
+from .idiff import IDiff
+
+
+def rule(op: Project, d: IDiff) -> list[IDiff]:
+    if d.kind != "u":
+        return [d.derive("π: projects output and ID columns")]
+    touched = {(d.origin, a) for a in d.schema.attrs}
+    if not any(refs(e) & touched for _, e in op.outputs):
+        return []
+    return [d.derive("π: update of output columns reading the changed attributes")]
+
+
+def updated_outputs(op: Project, d: IDiff) -> list[str]:
+    touched = {(d.origin, a) for a in d.schema.attrs}
+    return [n for n, e in op.outputs if refs(e) & touched]

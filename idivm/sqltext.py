@@ -1,0 +1,54 @@
+"""Quoting helpers: the only way identifiers reach SQL text.
+
+Nothing user-supplied is pasted into SQL: identifiers go through
+``ident``/``qualified`` (sqlglot's PostgreSQL quoting), values are bound
+parameters.
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+DIALECT = "postgres"
+
+
+def ident(name: str) -> str:
+    """One quoted identifier."""
+    return exp.to_identifier(name, quoted=True).sql(DIALECT)
+
+
+def qualified(schema: str | None, name: str) -> str:
+    """A quoted, optionally schema-qualified name."""
+    return f"{ident(schema)}.{ident(name)}" if schema else ident(name)
+
+
+def table_expr(schema: str | None, name: str, alias: str | None = None) -> exp.Table:
+    """A sqlglot table node with quoted parts."""
+    return exp.Table(
+        this=exp.to_identifier(name, quoted=True),
+        db=exp.to_identifier(schema, quoted=True) if schema else None,
+        alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True)) if alias else None,
+    )
+
+
+def col(table: str | None, name: str) -> exp.Column:
+    """A quoted column reference."""
+    return exp.Column(
+        this=exp.to_identifier(name, quoted=True),
+        table=exp.to_identifier(table, quoted=True) if table else None,
+    )
+
+
+def run(conn, sql: str, params: tuple | None = None):
+    """Execute generated SQL on the DBAPI (psycopg) cursor of a SQLAlchemy connection.
+
+    Without parameters psycopg does not scan the text for placeholders, so a
+    quoted identifier containing '%' or ':' is passed through intact.
+    """
+    cur = conn.connection.driver_connection.cursor()
+    cur.execute(sql, params) if params is not None else cur.execute(sql)
+    return cur
+
+
+def string_literal(text: str) -> str:
+    """A SQL string literal (standard_conforming_strings, the default since PostgreSQL 9.1)."""
+    return "'" + text.replace("'", "''") + "'"

@@ -1,0 +1,112 @@
+"""Test database fixtures (DESIGN §5).
+
+Server: IDIVM_TEST_DSN if set, else a server on localhost:5432 if one
+answers, else a throwaway cluster from the system binaries, else
+testcontainers when Docker is available. Every test run works in fresh
+databases it creates and drops.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+import idivm
+
+
+def _answers(dsn: str) -> bool:
+    try:
+        with psycopg.connect(dsn, connect_timeout=3):
+            return True
+    except psycopg.Error:
+        return False
+
+
+@pytest.fixture(scope="session")
+def server_dsn():
+    """A DSN for a maintenance database (postgres) on a server the tests may create databases on."""
+    if os.environ.get("IDIVM_TEST_DSN"):
+        yield os.environ["IDIVM_TEST_DSN"]
+        return
+    local = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
+    if _answers(local):
+        yield local
+        return
+    from idivm.embedded import start_cluster, stop_cluster
+
+    tmp = Path(tempfile.mkdtemp(prefix="idivm-test-"))
+    try:
+        datadir = tmp / "pgdata"
+        if os.geteuid() == 0:
+            shutil.chown(tmp, "postgres")
+        yield start_cluster(datadir, quiet=True)
+        stop_cluster(datadir)
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
+    except idivm.IdivmError:
+        pass
+    try:
+        from testcontainers.postgres import PostgresContainer
+    except ImportError:
+        pytest.skip("no PostgreSQL available: set IDIVM_TEST_DSN, run a server on localhost:5432, "
+                    "install the PostgreSQL binaries, or install testcontainers with Docker")
+    with PostgresContainer("postgres:15") as pg:
+        yield make_conninfo(host=pg.get_container_host_ip(), port=pg.get_exposed_port(5432),
+                            user=pg.username, password=pg.password, dbname=pg.dbname)
+
+
+def _with_db(dsn: str, db: str) -> str:
+    params = conninfo_to_dict(dsn)
+    params["dbname"] = db
+    return make_conninfo(**params)
+
+
+@pytest.fixture
+def fresh_db(server_dsn):
+    """Create a fresh database; yield its DSN; drop it."""
+    name = f"idivm_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server_dsn, autocommit=True) as c:
+        c.execute(f'CREATE DATABASE "{name}"')
+    dsn = _with_db(server_dsn, name)
+    yield dsn
+    with psycopg.connect(server_dsn, autocommit=True) as c:
+        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def engine(fresh_db):
+    e = idivm.connect(fresh_db)
+    e.init()
+    yield e
+    e.close()
+
+
+@pytest.fixture
+def db(fresh_db):
+    """An autocommit psycopg connection to the fresh database."""
+    with psycopg.connect(fresh_db, autocommit=True) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def module_db(server_dsn):
+    """One fresh database shared by a module's (hypothesis) examples."""
+    name = f"idivm_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server_dsn, autocommit=True) as c:
+        c.execute(f'CREATE DATABASE "{name}"')
+    yield _with_db(server_dsn, name)
+    with psycopg.connect(server_dsn, autocommit=True) as c:
+        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def pytest_terminal_summary(terminalreporter):
+    stats = getattr(pytest, "differential_stats", None)
+    if stats:
+        terminalreporter.write_line(
+            "differential SPJ test: " + ", ".join(f"{k}={v}" for k, v in stats.items()))
