@@ -14,7 +14,6 @@ from .errors import IdivmError
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Incremental maintenance of SQL views over PostgreSQL (ID-based IVM).")
 out = Console()
-err = Console(stderr=True)
 _state: dict = {}
 
 
@@ -119,27 +118,29 @@ def main() -> None:
     try:
         app(standalone_mode=False)
     except IdivmError as e:
-        err.print(f"error: {e}", markup=False, highlight=False)
+        print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     except typer.Exit as e:
         sys.exit(e.exit_code)
     except typer.Abort:
         sys.exit(1)
-    except Exception as e:  # click usage errors and database errors: one line
-        import click
+    except Exception as e:  # usage errors and database errors: one line
         import sqlalchemy
 
-        if isinstance(e, click.ClickException):
-            e.show()
-            sys.exit(e.exit_code)
         if isinstance(e, sqlalchemy.exc.OperationalError):
-            err.print(f"error: cannot reach the database: {str(e.orig).strip().splitlines()[0]}", markup=False)
+            print(f"error: cannot reach the database: {_first_line(e.orig)}", file=sys.stderr)
             sys.exit(2)
         if isinstance(e, sqlalchemy.exc.DBAPIError):
-            err.print(f"error: database error: {str(e.orig).strip().splitlines()[0]}", markup=False)
+            print(f"error: database error: {_first_line(e.orig)}", file=sys.stderr)
             sys.exit(2)
+        if hasattr(e, "show") and hasattr(e, "exit_code"):  # the command-line parser's usage errors
+            e.show()
+            sys.exit(e.exit_code)
         raise
 
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 if __name__ == "__main__":
     main()

@@ -57,12 +57,12 @@ def check_statement(tree: exp.Expression) -> exp.Select:
         kind = (join.kind or "").upper()
         if side in ("LEFT", "RIGHT", "FULL") or kind in ("OUTER", "SEMI", "ANTI"):
             raise refuse(f"{side or kind} OUTER JOIN".replace("OUTER OUTER", "OUTER"))
-    for sub in tree.find_all(exp.Subquery):
-        if not isinstance(sub.parent, (exp.From, exp.Join)):
-            raise refuse("subqueries outside FROM (in SELECT or WHERE)")
     for node in tree.find_all(exp.In):
         if node.args.get("query"):
             raise refuse("IN (subquery)")
+    for sub in tree.find_all(exp.Subquery):
+        if not isinstance(sub.parent, (exp.From, exp.Join)):
+            raise refuse("subqueries outside FROM (in SELECT or WHERE)")
     for node in tree.find_all(exp.Select):
         if node is not tree and not isinstance(node.parent, exp.Subquery):
             raise refuse("scalar subqueries")

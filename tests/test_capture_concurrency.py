@@ -1,0 +1,151 @@
+"""Exactly-once consumption of changes under concurrency, and atomic maintenance."""
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import psycopg
+import pytest
+
+import idivm
+from helpers import assert_equal_multiset
+
+VIEW_SQL = ("SELECT did, pid, price, category FROM parts NATURAL JOIN devices_parts NATURAL JOIN devices "
+            "WHERE category IN ('phone', 'watch')")
+COLS = ["did", "pid", "price", "category"]
+
+
+@pytest.fixture
+def devices_db(db):
+    db.execute("CREATE TABLE devices (did int PRIMARY KEY, category text)")
+    db.execute("CREATE TABLE parts (pid int PRIMARY KEY, price numeric)")
+    db.execute("CREATE TABLE devices_parts (did int, pid int, PRIMARY KEY (did, pid))")
+    db.execute("INSERT INTO devices SELECT g, (ARRAY['phone','tablet','watch'])[1 + g % 3] FROM generate_series(1, 40) g")
+    db.execute("INSERT INTO parts SELECT g, g * 10 FROM generate_series(1, 60) g")
+    db.execute("INSERT INTO devices_parts SELECT d, p FROM generate_series(1, 40) d, generate_series(1, 60) p "
+               "WHERE (d * 7 + p) % 5 = 0")
+    return db
+
+
+def random_txn(conn, rng: random.Random) -> None:
+    for _ in range(rng.randint(1, 5)):
+        op = rng.randrange(6)
+        if op == 0:
+            conn.execute("UPDATE parts SET price = price + 1 WHERE pid = %s", (rng.randint(1, 80),))
+        elif op == 1:
+            conn.execute("UPDATE devices SET category = %s WHERE did = %s",
+                         (rng.choice(["phone", "tablet", "watch"]), rng.randint(1, 40)))
+        elif op == 2:
+            conn.execute("INSERT INTO devices_parts VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                         (rng.randint(1, 40), rng.randint(1, 80)))
+        elif op == 3:
+            conn.execute("DELETE FROM devices_parts WHERE did = %s AND pid = %s", (rng.randint(1, 40), rng.randint(1, 80)))
+        elif op == 4:
+            conn.execute("INSERT INTO parts VALUES (%s, 1) ON CONFLICT (pid) DO UPDATE SET price = parts.price * 2",
+                         (rng.randint(1, 80),))
+        else:
+            conn.execute("UPDATE devices_parts SET pid = pid + 100 WHERE did = %s AND pid = %s "
+                         "AND NOT EXISTS (SELECT 1 FROM devices_parts x WHERE x.did = %s AND x.pid = %s)",
+                         (d := rng.randint(1, 40), p := rng.randint(1, 60), d, p + 100))
+
+
+def test_concurrent_writers_long_and_aborted_transactions(fresh_db, engine, devices_db):
+    engine.register_view("v_id", VIEW_SQL)
+    engine.register_view("v_tuple", VIEW_SQL, strategy="tuple")
+    stop = threading.Event()
+    errors: list[BaseException] = []
+    commits = [0]
+
+    def writer(seed: int) -> None:
+        rng = random.Random(seed)
+        try:
+            with psycopg.connect(fresh_db, autocommit=True) as conn:
+                while not stop.is_set():
+                    try:
+                        with conn.transaction():
+                            random_txn(conn, rng)
+                        commits[0] += 1
+                    except (psycopg.errors.DeadlockDetected, psycopg.errors.UniqueViolation):
+                        pass
+        except BaseException as e:  # surfaced below
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer, args=(s,)) for s in range(2)]
+    for t in threads:
+        t.start()
+    long_conn = psycopg.connect(fresh_db)  # one transaction kept open across two maintenances
+    long_conn.execute("UPDATE parts SET price = 999 WHERE pid = 1")
+    long_conn.execute("INSERT INTO devices_parts VALUES (1, 1) ON CONFLICT DO NOTHING")
+    aborted = psycopg.connect(fresh_db)
+    aborted.execute("UPDATE devices SET category = 'phone'")
+    aborted.execute("DELETE FROM parts WHERE pid > 30")
+    maintenances = 0
+    try:
+        for i in range(8):
+            engine.maintain("v_id", "v_tuple")
+            maintenances += 1
+            if i == 2:
+                aborted.rollback()
+            if i == 4:
+                long_conn.commit()
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+        long_conn.close()
+        aborted.close()
+    assert not errors, errors
+    assert commits[0] > 20, "writers did not get to write"
+    engine.maintain("v_id", "v_tuple")
+    for v in ("v_id", "v_tuple"):
+        assert_equal_multiset(devices_db, v, VIEW_SQL, COLS)
+    price = devices_db.execute("SELECT price FROM v_id WHERE pid = 1 LIMIT 1").fetchone()
+    assert price is None or price[0] >= 999 or price[0] == 1  # the long transaction's update arrived
+
+
+def test_terminated_maintenance_leaves_view_and_log_intact(fresh_db, engine, devices_db):
+    engine.register_view("v", VIEW_SQL)
+    devices_db.execute("UPDATE parts SET price = price + 5")  # non-conditional: runs before inserts
+    devices_db.execute("UPDATE devices SET category = 'phone' WHERE category = 'tablet'")
+    devices_db.execute("DELETE FROM devices_parts WHERE did = 2")  # phase 0 of the script deletes these
+    before = sorted(devices_db.execute("SELECT * FROM v").fetchall())
+    pending = engine.list()[0]["pending"]
+    assert pending > 0
+    assert devices_db.execute("SELECT count(*) FROM v WHERE did = 3").fetchone()[0] > 0
+    assert devices_db.execute("SELECT count(*) FROM v WHERE did = 2").fetchone()[0] > 0
+    blocker = psycopg.connect(fresh_db)
+    # row locks on some view rows: the script's deletes run, then its UPDATE of prices blocks
+    blocker.execute("SELECT * FROM v WHERE did = 3 FOR UPDATE")
+    failure: list[BaseException] = []
+
+    def run():
+        try:
+            engine.maintain("v")
+        except BaseException as e:
+            failure.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    victim = None
+    for _ in range(200):
+        row = devices_db.execute(
+            "SELECT pid, query FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()"
+        ).fetchone()
+        if row:
+            victim = row
+            break
+        time.sleep(0.05)
+    assert victim is not None, "maintenance never blocked"
+    assert victim[1].lstrip().startswith("UPDATE"), victim[1]  # it got past the deletes
+    devices_db.execute("SELECT pg_terminate_backend(%s)", (victim[0],))
+    t.join(timeout=60)
+    blocker.rollback()
+    blocker.close()
+    assert failure, "maintenance should have failed"
+    assert sorted(devices_db.execute("SELECT * FROM v").fetchall()) == before
+    assert engine.list()[0]["pending"] == pending
+    engine.maintain("v")
+    assert_equal_multiset(devices_db, "v", VIEW_SQL, COLS)
+    assert engine.list()[0]["pending"] == 0

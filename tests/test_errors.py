@@ -1,0 +1,108 @@
+"""Every refusal names the problem and leaves the database exactly as it was."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import idivm
+
+
+@pytest.fixture
+def base(db):
+    db.execute("CREATE TABLE parts (pid int PRIMARY KEY, price numeric)")
+    db.execute("CREATE TABLE devices (did int PRIMARY KEY, category text)")
+    db.execute("CREATE TABLE devices_parts (did int, pid int, PRIMARY KEY (did, pid))")
+    db.execute("CREATE TABLE nokey (x int, y int)")
+    db.execute("INSERT INTO parts VALUES (1, 10)")
+    return db
+
+
+def footprint(db) -> tuple:
+    """Everything registration could create: catalog rows, idivm objects, triggers, user tables."""
+    return (
+        db.execute("SELECT count(*) FROM idivm.views").fetchone()[0],
+        db.execute("SELECT count(*) FROM idivm.captured_tables").fetchone()[0],
+        sorted(r[0] for r in db.execute(
+            "SELECT relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE nspname IN ('idivm', 'public') AND relkind = 'r'").fetchall()),
+        db.execute("SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'idivm%'").fetchone()[0],
+        db.execute("SELECT count(*) FROM pg_proc WHERE proname LIKE 'capture_%'").fetchone()[0],
+    )
+
+
+CASES = [
+    ("SELECT pid, sum(price) AS s FROM parts GROUP BY pid", "aggregate functions not supported"),
+    ("SELECT pid, rank() OVER (ORDER BY price) AS r FROM parts", "window functions"),
+    ("SELECT pid FROM parts LIMIT 3", "LIMIT not supported"),
+    ("SELECT pid FROM parts ORDER BY pid", "ORDER BY not supported"),
+    ("SELECT DISTINCT pid FROM parts", "DISTINCT not supported"),
+    ("SELECT p.pid FROM parts p LEFT JOIN devices_parts dp ON p.pid = dp.pid", "LEFT OUTER JOIN not supported"),
+    ("SELECT p.pid FROM parts p FULL JOIN devices_parts dp ON p.pid = dp.pid", "FULL OUTER JOIN not supported"),
+    ("SELECT pid FROM parts UNION SELECT pid FROM devices_parts", "UNION (set operations) not supported"),
+    ("SELECT pid FROM parts WHERE pid IN (SELECT pid FROM devices_parts)", "IN (subquery) not supported"),
+    ("SELECT pid FROM parts p WHERE EXISTS (SELECT 1 FROM devices_parts d WHERE d.pid = p.pid)", "EXISTS subqueries"),
+    ("SELECT pid, (SELECT max(did) FROM devices) AS m FROM parts", "not supported"),
+    ("WITH c AS (SELECT pid FROM parts) SELECT pid FROM c", "WITH (common table expressions) not supported"),
+    ("SELECT x FROM nokey", 'table "public.nokey" has no primary key'),
+    ("SELECT pid FROM nosuchtable", 'table "nosuchtable" does not exist'),
+    ("SELECT nosuchcolumn FROM parts", "nosuchcolumn"),
+    ("SELECT pid, random() AS r FROM parts", "function random is volatile or stable"),
+    ("SELECT pid, now() AS t FROM parts", "CURRENT_TIMESTAMP changes without any table changing"),
+    ("SELECT pid, CURRENT_TIMESTAMP AS t FROM parts", "changes without any table changing"),
+    ("SELECT pid, price * 2 FROM parts", "needs a name"),
+    ("SELECT p.pid, d.pid FROM parts p, devices_parts d", 'output column "pid" appears twice'),
+    ("SELEC pid FROM parts", "could not parse the view's SQL"),
+    ("SELECT pid FROM parts; SELECT 1", "exactly one SELECT statement"),
+    ("DELETE FROM parts", "defined by a SELECT statement"),
+    ("SELECT pid AS __idivm_x FROM parts", "reserved for idivm"),
+]
+
+
+@pytest.mark.parametrize("sql,message", CASES, ids=[m for _, m in CASES])
+def test_refused_view_names_the_problem_and_creates_nothing(engine, base, sql, message):
+    before = footprint(base)
+    with pytest.raises(idivm.IdivmError) as info:
+        engine.register_view("v", sql)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+    assert footprint(base) == before
+
+
+def test_duplicate_view_name_is_refused_and_first_view_untouched(engine, base):
+    engine.register_view("v", "SELECT pid, price FROM parts")
+    before = footprint(base)
+    with pytest.raises(idivm.IdivmError, match='cannot register "public.v": a maintained view with that name already exists'):
+        engine.register_view("v", "SELECT pid FROM parts")
+    with pytest.raises(idivm.IdivmError, match="a table or view with that name already exists"):
+        engine.register_view("parts", "SELECT pid FROM parts")
+    assert footprint(base) == before
+    assert engine.verify("v").ok
+
+
+def test_unknown_strategy_and_unknown_view(engine, base):
+    with pytest.raises(idivm.IdivmError, match="unknown strategy 'fast'; choose one of: id, tuple"):
+        engine.register_view("v", "SELECT pid FROM parts", strategy="fast")
+    for call in (engine.maintain, engine.verify, engine.explain, engine.drop_view):
+        with pytest.raises(idivm.UnknownObject, match='no maintained view named "nope"'):
+            call("nope")
+
+
+def test_cli_errors_are_one_line_without_traceback(fresh_db, base):
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", fresh_db, *args],
+                              capture_output=True, text=True, timeout=120)
+
+    assert cli("init").returncode == 0
+    r = cli("register-view", "v", "--sql", "SELECT pid FROM parts LIMIT 1")
+    assert r.returncode == 2
+    assert r.stderr.strip().startswith("error: LIMIT not supported") and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    r = cli("register-view", "v")
+    assert r.returncode == 2 and "exactly one of --sql or --file" in r.stderr
+    r = cli("maintain", "nope")
+    assert r.returncode == 2 and 'no maintained view named "nope"' in r.stderr
+    r = subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", "host=127.0.0.1 port=1 user=x dbname=x", "list"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and r.stderr.startswith("error: cannot reach the database")
