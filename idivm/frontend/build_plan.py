@@ -14,6 +14,7 @@ from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError
 from sqlglot.optimizer.merge_subqueries import merge_subqueries
 from sqlglot.optimizer.qualify import qualify
+from sqlglot.schema import MappingSchema
 
 from ..algebra.ids import infer_ids
 from ..algebra.plan import Join, Node, Project, Scan, Select
@@ -72,7 +73,9 @@ def compile_view_sql(conn: Connection, sql: str) -> CompiledView:
     for (s, n), info in infos.items():
         schema[s][n] = {c: "unknown" for c in info.column_names}
     try:
-        tree = qualify(select, schema=schema, dialect="postgres", quote_identifiers=True, validate_qualify_columns=True)
+        # reflected names are exact (already case-folded by PostgreSQL): do not normalize them again
+        mapping = MappingSchema(schema, dialect="postgres", normalize=False)
+        tree = qualify(select, schema=mapping, dialect="postgres", quote_identifiers=True, validate_qualify_columns=True)
     except OptimizeError as e:
         raise UnknownObject(f"{e}".replace("Column", "column").strip()) from None
     tree = merge_subqueries(tree)

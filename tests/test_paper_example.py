@@ -1,0 +1,104 @@
+"""The paper's running example (Figure 1): script shape and behaviour."""
+from __future__ import annotations
+
+import idivm
+from helpers import assert_equal_multiset
+
+V = ("SELECT did, pid, price FROM parts NATURAL JOIN devices_parts NATURAL JOIN devices "
+     "WHERE category = 'phone'")
+
+
+def setup(db):
+    db.execute("CREATE TABLE devices (did text PRIMARY KEY, category text)")
+    db.execute("CREATE TABLE parts (pid text PRIMARY KEY, price numeric)")
+    db.execute("CREATE TABLE devices_parts (did text, pid text, PRIMARY KEY (did, pid))")
+    db.execute("INSERT INTO devices VALUES ('D1', 'phone'), ('D2', 'phone'), ('D3', 'tablet')")
+    db.execute("INSERT INTO parts VALUES ('P1', 10), ('P2', 20), ('P3', 30)")
+    db.execute("INSERT INTO devices_parts VALUES ('D1', 'P1'), ('D2', 'P1'), ('D1', 'P2'), ('D3', 'P3')")
+
+
+def test_price_update_reaches_the_view_without_joining_base_tables(engine, db):
+    """Example 1.2: Δu_parts on the non-conditional price becomes one UPDATE over the i-diff alone."""
+    setup(db)
+    engine.register_view("v", V)
+    text = engine.explain("v")
+    statements = text.split("Δ-script:", 1)[1].split("-- [")[1:]
+    blocks = [b for b in statements if "Δu_parts" in b and "non-conditional" in b]
+    assert len(blocks) == 1
+    sql = blocks[0].split("\n", 1)[1]
+    assert sql.lstrip().startswith("UPDATE")
+    for base in ('"public"."parts"', '"public"."devices"', '"public"."devices_parts"'):
+        assert base not in sql
+    assert "idivm_delta_" in sql
+    # the schemas of Section 5: one conditional (category) and one non-conditional (price) update schema
+    assert "Δu_devices(did; category_pre; category_post)  [conditional" in text
+    assert "Δu_parts(pid; price_pre; price_post)  [non-conditional" in text
+    db.execute("UPDATE parts SET price = 11 WHERE pid = 'P1'")
+    report = engine.maintain("v")
+    assert report.changes == 1
+    assert sorted(db.execute("SELECT did, pid, price FROM v").fetchall()) == [
+        ("D1", "P1", 11), ("D1", "P2", 20), ("D2", "P1", 11)]
+
+
+def test_several_changes_to_one_row_fold_into_one_effective_diff(engine, db):
+    setup(db)
+    engine.register_view("v", V)
+    db.execute("UPDATE parts SET price = 12 WHERE pid = 'P1'")
+    db.execute("UPDATE parts SET price = 13 WHERE pid = 'P1'")
+    db.execute("DELETE FROM parts WHERE pid = 'P2'")
+    db.execute("INSERT INTO parts VALUES ('P2', 21)")
+    db.execute("INSERT INTO parts VALUES ('P9', 1)")
+    db.execute("DELETE FROM parts WHERE pid = 'P9'")  # inserted and deleted in one window: no diff
+    db.execute("UPDATE devices SET category = 'tablet' WHERE did = 'D1'")
+    db.execute("UPDATE devices SET category = 'phone' WHERE did = 'D1'")  # undone: no diff
+    report = engine.maintain("v")
+    assert report.per_table == {"public.devices": 0, "public.parts": 2, "public.devices_parts": 0}
+    assert_equal_multiset(db, "v", V, ["did", "pid", "price"])
+
+
+def test_key_update_and_truncate(engine, db):
+    setup(db)
+    engine.register_view("v", V)
+    engine.register_view("vt", V, strategy="tuple")
+    db.execute("UPDATE parts SET pid = 'P7' WHERE pid = 'P2'")
+    db.execute("UPDATE devices_parts SET pid = 'P7' WHERE pid = 'P2'")
+    engine.maintain()
+    for v in ("v", "vt"):
+        assert_equal_multiset(db, v, V, ["did", "pid", "price"])
+    db.execute("TRUNCATE devices_parts")
+    engine.maintain()
+    for v in ("v", "vt"):
+        assert db.execute(f"SELECT count(*) FROM {v}").fetchone()[0] == 0
+    assert all(r["pending"] == 0 for r in engine.list())
+
+
+def test_two_views_share_one_log_and_drop_keeps_what_others_need(engine, db):
+    setup(db)
+    engine.register_view("v1", V)
+    engine.register_view("v2", "SELECT pid, price FROM parts WHERE price > 15")
+    assert db.execute("SELECT count(*) FROM idivm.captured_tables").fetchone()[0] == 3
+    db.execute("UPDATE parts SET price = price + 10")
+    engine.maintain("v1")
+    # v2 has not consumed the change: the log rows stay until it has
+    assert db.execute("SELECT count(*) FROM idivm.log_2").fetchone()[0] > 0 or \
+        db.execute("SELECT count(*) FROM idivm.log_1").fetchone()[0] > 0
+    engine.maintain("v2")
+    assert_equal_multiset(db, "v2", "SELECT pid, price FROM parts WHERE price > 15", ["pid", "price"])
+    engine.drop_view("v1")
+    left = db.execute("SELECT schema_name, table_name FROM idivm.captured_tables").fetchall()
+    assert left == [("public", "parts")]
+    assert db.execute("SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'idivm%'").fetchone()[0] == 4
+    assert db.execute("SELECT to_regclass('public.v1')").fetchone()[0] is None
+    engine.drop_view("v2")
+    assert db.execute("SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'idivm%'").fetchone()[0] == 0
+
+
+def test_sqlalchemy_select_is_accepted(engine, db):
+    import sqlalchemy as sa
+
+    setup(db)
+    parts = sa.table("parts", sa.column("pid"), sa.column("price"))
+    engine.register_view("cheap", sa.select(parts.c.pid, parts.c.price).where(parts.c.price < 25))
+    db.execute("UPDATE parts SET price = 5 WHERE pid = 'P3'")
+    assert engine.verify("cheap").ok
+    assert sorted(db.execute("SELECT pid FROM cheap").fetchall()) == [("P1",), ("P2",), ("P3",)]
