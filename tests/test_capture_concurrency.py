@@ -71,15 +71,16 @@ def test_concurrent_writers_long_and_aborted_transactions(fresh_db, engine, devi
         except BaseException as e:  # surfaced below
             errors.append(e)
 
-    threads = [threading.Thread(target=writer, args=(s,)) for s in range(2)]
-    for t in threads:
-        t.start()
+    # the long and the aborted transaction take their row locks first; writers then wait on them
     long_conn = psycopg.connect(fresh_db)  # one transaction kept open across two maintenances
     long_conn.execute("UPDATE parts SET price = 999 WHERE pid = 1")
     long_conn.execute("INSERT INTO devices_parts VALUES (1, 1) ON CONFLICT DO NOTHING")
     aborted = psycopg.connect(fresh_db)
     aborted.execute("UPDATE devices SET category = 'phone'")
     aborted.execute("DELETE FROM parts WHERE pid > 30")
+    threads = [threading.Thread(target=writer, args=(s,)) for s in range(2)]
+    for t in threads:
+        t.start()
     maintenances = 0
     try:
         for i in range(8):

@@ -57,3 +57,11 @@ def test_diff_schema_labels_follow_the_paper():
     assert DiffSchema("p", PARTS, "+").label() == "Δ+_parts(pid; price_post)"
     assert DiffSchema("p", PARTS, "u", ("price",)).label() == (
         "Δu_parts(pid; price_pre; price_post)  [non-conditional, scan p]")
+
+
+def test_conj_keeps_or_inside_and():
+    """Regression: unnested conjuncts were re-joined as `a OR b AND c` (found by the differential test)."""
+    from idivm.rules.idiff import conj
+
+    e = conj([cond("p.a = 3 OR p.k = 0"), cond("p.a BETWEEN 0 AND 2")])
+    assert e.sql() == "((p.a = 3 OR p.k = 0) AND p.a BETWEEN 0 AND 2)"

@@ -61,21 +61,27 @@ class Target:
         return [n for n, _ in self.plan.outputs] + [i.name for i in self.plan.ids]
 
 
-def binder(target: Target, origin: str | None, image: str = "post"):
-    """Rebind scan columns: origin -> i-diff columns (pre/post image), others -> base aliases."""
-    aliases = target.scan_alias
+def bind_with(mapping: dict[str, tuple[str, str]]):
+    """Rebind scan columns: scan -> (SQL alias, column prefix); a pre() mark selects the 'pre__' image."""
 
     def fn(node: exp.Expression) -> exp.Expression:
         if not isinstance(node, exp.Column):
             return node
         t = node.table
-        if t.startswith(PRE_MARK) or (t == origin and image == "pre"):
-            return exp.column(f"pre__{node.name}", DIFF_ALIAS, quoted=True)
-        if t == origin:
-            return exp.column(f"post__{node.name}", DIFF_ALIAS, quoted=True)
-        return exp.column(node.name, aliases[t], quoted=True)
+        if t.startswith(PRE_MARK):
+            return exp.column(f"pre__{node.name}", mapping[t[len(PRE_MARK):]][0], quoted=True)
+        alias, prefix = mapping[t]
+        return exp.column(f"{prefix}{node.name}", alias, quoted=True)
 
     return lambda e: e.copy().transform(fn).sql(DIALECT)
+
+
+def binder(target: Target, origin: str | None, image: str = "post"):
+    """Origin scan -> its i-diff instance (post- or pre-image columns), other scans -> base-table aliases."""
+    mapping = {a: (sql_alias, "") for a, sql_alias in target.scan_alias.items()}
+    if origin is not None:
+        mapping[origin] = (DIFF_ALIAS, f"{image}__")
+    return bind_with(mapping)
 
 
 def schema_filter(schema: DiffSchema) -> str:
@@ -96,7 +102,8 @@ def _id_value(target: Target, i: IdColumn, origin: str, image: str) -> str:
 
 
 def _where(parts: list[str]) -> str:
-    return " AND ".join(f"({p})" if " OR " in p and not p.startswith("(") else p for p in parts) or "TRUE"
+    """Conjunction of rendered predicates; each is parenthesized so no operator precedence can leak."""
+    return " AND ".join(f"({p})" for p in parts) or "TRUE"
 
 
 def insert_rows(target: Target, origin: str, joined: list[str], filters: list[str], bind, from_sql: str | None = None) -> str:

@@ -11,11 +11,10 @@ from __future__ import annotations
 from ..algebra.plan import conjuncts_below, scans
 from ..errors import IdivmError
 from ..rules import instantiate
-from ..rules.idiff import pre
 from ..sqltext import ident
 from .diff_schemas import base_diff_schemas
 from .minimize import minimize
-from .render import DIFF_ALIAS, VIEW_ALIAS, Target, _id_value, _where, binder, insert_rows, render_idiff
+from .render import DIFF_ALIAS, VIEW_ALIAS, Target, _where, bind_with, binder, insert_rows, render_idiff
 from .script import DeltaScript, Statement
 
 STRATEGIES = ("id", "tuple")
@@ -41,40 +40,68 @@ def id_script(target: Target) -> DeltaScript:
     return script
 
 
-def prestate(target: Target, scan: str) -> str:
-    """Pre-state of a base table: post-state minus changed keys plus the changes' pre-images."""
+MAX_PRESTATE_BRANCHES = 16
+
+
+def _unchanged(target: Target, scan: str) -> str:
+    """Filter: the base row of `scan` was not changed in this window (so it is also its pre-state)."""
     t = target.tables[scan]
-    delta = target.delta_of(scan)
-    b, x = ident("b"), ident("x")
-    cols = ", ".join(f"{b}.{ident(c)}" for c in t.column_names)
-    keymatch = " AND ".join(f"{x}.{ident('post__' + k)} = {b}.{ident(k)}" for k in t.key)
-    pre_cols = ", ".join(f"{ident('pre__' + c)} AS {ident(c)}" for c in t.column_names)
-    return (
-        f"(SELECT {cols} FROM {t.qualified} AS {b} WHERE NOT EXISTS (SELECT 1 FROM {delta} AS {x} WHERE {keymatch})"
-        f" UNION ALL SELECT {pre_cols} FROM {delta} WHERE {ident('kind')} IN ('D', 'U')) AS {ident(target.scan_alias[scan])}"
-    )
+    a = ident(target.scan_alias[scan])
+    keys = ", ".join(f"{a}.{ident(k)}" for k in t.key)
+    post_keys = ", ".join(ident("post__" + k) for k in t.key)
+    return f"({keys}) NOT IN (SELECT {post_keys} FROM {target.delta_of(scan)} WHERE {ident('kind')} <> 'D')"
+
+
+def pre_state_view_ids(target: Target, s: str, conds) -> str:
+    """IDs of pre-state view tuples that use a deleted/updated tuple of scan s.
+
+    The pre-state of every other scan is its unchanged base rows UNION ALL the pre-images of
+    its changed rows. Instead of one subquery per table (which PostgreSQL cannot push join
+    keys into), the union is expanded into one plain join per choice of branch, so that each
+    branch can drive index lookups from the small i-diff tables.
+    """
+    others = [o.alias for o in scans(target.plan) if o.alias != s]
+    if 2 ** len(others) > MAX_PRESTATE_BRANCHES:
+        raise IdivmError(f"the tuple strategy supports views over at most "
+                         f"{MAX_PRESTATE_BRANCHES.bit_length()} tables; use --strategy id")
+    dd = ident(DIFF_ALIAS)
+    branches = []
+    for mask in range(2 ** len(others)):
+        mapping = {s: (DIFF_ALIAS, "pre__")}
+        froms = [f"{target.delta_of(s)} AS {dd}"]
+        filters = [f"{dd}.{ident('kind')} IN ('D', 'U')"]
+        for i, o in enumerate(others):
+            alias = target.scan_alias[o]
+            if mask >> i & 1:  # o's changed rows, as they were before
+                mapping[o] = (alias, "pre__")
+                froms.append(f"{target.delta_of(o)} AS {ident(alias)}")
+                filters.append(f"{ident(alias)}.{ident('kind')} IN ('D', 'U')")
+            else:  # o's unchanged rows
+                mapping[o] = (alias, "")
+                froms.append(target.base(o))
+                filters.append(_unchanged(target, o))
+        bind = bind_with(mapping)
+        filters += [bind(c) for c in conds]
+        ids = ", ".join(
+            f"{ident(mapping[i.scan][0])}.{ident(mapping[i.scan][1] + i.column)} AS {ident(i.name)}"
+            for i in target.plan.ids)
+        branches.append(f"SELECT {ids}\n  FROM {', '.join(froms)}\n  WHERE {_where(filters)}")
+    return "\n  UNION ALL\n  ".join(branches)
 
 
 def tuple_script(target: Target) -> DeltaScript:
     script = DeltaScript(strategy="tuple")
     conds = conjuncts_below(target.plan)
-    v, dd = ident(VIEW_ALIAS), ident(DIFF_ALIAS)
+    v, x = ident(VIEW_ALIAS), ident("x")
+    match = " AND ".join(f"{v}.{ident(i.name)} = {x}.{ident(i.name)}" for i in target.plan.ids)
     for s in scans(target.plan):
         others = [o.alias for o in scans(target.plan) if o.alias != s.alias]
-        # D-_V: view tuples built from the pre-state, with s's deleted/updated tuples
-        bind_pre = binder(target, s.alias, image="pre")
-        filters = [f"{dd}.{ident('kind')} IN ('D', 'U')"] + [bind_pre(pre(c, s.alias)) for c in conds]
-        ids = ", ".join(f"{_id_value(target, i, s.alias, 'pre')} AS {ident(i.name)}" for i in target.plan.ids)
-        froms = [f"{target.delta_of(s.alias)} AS {dd}"] + [prestate(target, o) for o in others]
-        match = " AND ".join(f"{v}.{ident(i.name)} = {ident('x')}.{ident(i.name)}" for i in target.plan.ids)
         script.statements.append(Statement(
-            phase=0, purpose=f"D-_V: pre-state view tuples with changed {s.alias} tuples",
-            sql=(f"DELETE FROM {target.table} AS {v}\nUSING (SELECT {ids}\n  FROM {', '.join(froms)}\n"
-                 f"  WHERE {_where(filters)}) AS {ident('x')}\nWHERE {match}"),
+            phase=0, purpose=f"D-_V: pre-state view tuples with deleted/updated {s.alias} tuples",
+            sql=f"DELETE FROM {target.table} AS {v}\nUSING (\n  {pre_state_view_ids(target, s.alias, conds)}) AS {x}\nWHERE {match}",
         ))
-        # D+_V: view tuples built from the post-state, with s's inserted/updated tuples
         bind_post = binder(target, s.alias)
-        filters = [f"{dd}.{ident('kind')} IN ('I', 'U')"] + [bind_post(c) for c in conds]
+        filters = [f"{ident(DIFF_ALIAS)}.{ident('kind')} IN ('I', 'U')"] + [bind_post(c) for c in conds]
         script.statements.append(Statement(
             phase=2, purpose=f"D+_V: post-state view tuples with inserted/updated {s.alias} tuples",
             sql=insert_rows(target, s.alias, others, filters, bind_post),

@@ -64,7 +64,7 @@ class IDiff:
         return (self.origin,) + self.joined if self.kind == "+" else (self.origin,)
 
     def format(self) -> str:
-        cond = " AND ".join(show(w) for w in self.where) or "TRUE"
+        cond = " AND ".join(show(atom(w)) for w in self.where) or "TRUE"
         src = f"Δ[{self.origin}]" + "".join(f" ⋈ {j}" for j in self.joined)
         return f"{SYMBOL[self.kind]}V by IDs of {{{', '.join(self.id_scans)}}} = σ[{cond}]({src})"
 
@@ -83,10 +83,16 @@ def is_not_true(e: exp.Expression) -> exp.Expression:
     return exp.Not(this=exp.Is(this=exp.Paren(this=e.copy()), expression=exp.true()))
 
 
+def atom(e: exp.Expression) -> exp.Expression:
+    """e, parenthesized if it is a connective: sqlglot renders trees as built, so And(Or(..), ..)
+    would print as `a OR b AND c` and change meaning."""
+    return exp.Paren(this=e.copy()) if isinstance(e, (exp.Connector, exp.Not)) else e.copy()
+
+
 def conj(es: list[exp.Expression]) -> exp.Expression:
-    out = es[0].copy()
+    out = atom(es[0])
     for e in es[1:]:
-        out = exp.And(this=out, expression=e.copy())
+        out = exp.And(this=out, expression=atom(e))
     return exp.Paren(this=out) if len(es) > 1 else out
 
 
