@@ -13,7 +13,7 @@ from .errors import IdivmError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Incremental maintenance of SQL views over PostgreSQL (ID-based IVM).")
-out = Console()
+out = Console(width=None if sys.stdout.isatty() else 200)  # piped output: never truncate cells
 _state: dict = {}
 
 
@@ -116,7 +116,8 @@ def demo():
 
 def main() -> None:
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)  # returns the exit code of typer.Exit instead of raising it
+        sys.exit(code if isinstance(code, int) else 0)
     except IdivmError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)

@@ -56,6 +56,7 @@ def predicates(draw, cols: list[str], depth: int = 0):
         f"{c} IN ({k}, {(k + 1) % 4})", f"{c} BETWEEN {min(k, 2)} AND {max(k, 2)}",
         f"COALESCE({c}, {k}) = {k}", f"CASE WHEN {c} > {k} THEN 1 ELSE 0 END = 1",
         f"{c} + {draw(st.sampled_from(cols))} > {k}",
+        f"CAST({c} AS text) LIKE '{k}%'", f"abs({c} - 2) >= {k % 2}", f"greatest({c}, {k}) = {k}",
     ]
     p = draw(st.sampled_from(choices))
     if depth < 1 and draw(st.booleans()):
@@ -69,7 +70,7 @@ def views(draw, tables: list[Tbl]):
     n = draw(st.integers(1, 3))
     scans = [(f"s{j}", draw(st.sampled_from(tables))) for j in range(n)]
     qual = lambda j, col: f"{scans[j][0]}.{col}"  # noqa: E731
-    style = draw(st.sampled_from(["on", "comma", "subquery"]))
+    style = draw(st.sampled_from(["on", "on", "comma", "subquery", "using", "natural"]))
     joins, where = [], []
     for j in range(1, n):
         conds = []
@@ -102,6 +103,11 @@ def views(draw, tables: list[Tbl]):
     if style == "comma":
         frm = ", ".join(source(j) for j in range(n))
         where = [c for cs in joins for c in cs] + where
+    elif style in ("using", "natural"):
+        # every table has k1; NATURAL also joins on whatever other column names two tables share
+        frm = source(0)
+        for j in range(1, n):
+            frm += f" NATURAL JOIN {source(j)}" if style == "natural" else f" JOIN {source(j)} USING (k1)"
     else:
         frm = source(0)
         for j in range(1, n):
