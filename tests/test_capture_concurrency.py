@@ -8,7 +8,6 @@ import time
 import psycopg
 import pytest
 
-import idivm
 from helpers import assert_equal_multiset
 
 VIEW_SQL = ("SELECT did, pid, price, category FROM parts NATURAL JOIN devices_parts NATURAL JOIN devices "

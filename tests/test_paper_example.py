@@ -1,7 +1,6 @@
 """The paper's running example (Figure 1): script shape and behaviour."""
 from __future__ import annotations
 
-import idivm
 from helpers import assert_equal_multiset
 
 V = ("SELECT did, pid, price FROM parts NATURAL JOIN devices_parts NATURAL JOIN devices "

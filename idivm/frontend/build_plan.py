@@ -79,7 +79,7 @@ def compile_view_sql(conn: Connection, sql: str) -> CompiledView:
     except OptimizeError as e:
         raise UnknownObject(f"{e}".replace("Column", "column").strip()) from None
     tree = merge_subqueries(tree)
-    for sub in tree.find_all(exp.Subquery):
+    if tree.find(exp.Subquery):
         raise refuse("this subquery in FROM (it could not be merged into the outer query)")
     check_deterministic(conn, tree)
 

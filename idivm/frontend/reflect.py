@@ -5,7 +5,6 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..errors import UnknownObject, UnsupportedQuery
-from ..sqltext import qualified
 from ..algebra.tables import TableInfo
 
 
