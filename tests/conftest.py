@@ -2,8 +2,9 @@
 
 Server: IDIVM_TEST_DSN if set, else a server on localhost:5432 if one
 answers, else a throwaway cluster from the system binaries, else
-testcontainers when Docker is available. Every test run works in fresh
-databases it creates and drops.
+testcontainers when Docker is available. IDIVM_TEST_SERVER=cluster skips
+the first two (to exercise the path a machine without a server takes).
+Every test run works in fresh databases it creates and drops.
 """
 from __future__ import annotations
 
@@ -31,11 +32,12 @@ def _answers(dsn: str) -> bool:
 @pytest.fixture(scope="session")
 def server_dsn():
     """A DSN for a maintenance database (postgres) on a server the tests may create databases on."""
-    if os.environ.get("IDIVM_TEST_DSN"):
+    forced = os.environ.get("IDIVM_TEST_SERVER") == "cluster"
+    if os.environ.get("IDIVM_TEST_DSN") and not forced:
         yield os.environ["IDIVM_TEST_DSN"]
         return
     local = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
-    if _answers(local):
+    if not forced and _answers(local):
         yield local
         return
     from idivm.embedded import start_cluster, stop_cluster
