@@ -79,8 +79,10 @@ class Engine:
         return row
 
     # -- registration ----------------------------------------------------------------------
-    def register_view(self, name: str, query: Any, strategy: str = "id") -> MaintenanceReport | None:
-        """Compile, create and materialize a maintained view; install capture on its base tables."""
+    def register_view(self, name: str, query: Any, strategy: str = "id", minimized: bool = True) -> None:
+        """Compile, create and materialize a maintained view; install capture on its base tables.
+
+        minimized=False skips pass 4 (only useful to test that minimization preserves results)."""
         if strategy not in STRATEGIES:
             raise IdivmError(f"unknown strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
         sql = _sql_text(query)
@@ -98,10 +100,10 @@ class Engine:
                 # initial materialization and the first logged change.
                 for s, t in sorted(tables):
                     run(conn, f"LOCK TABLE {qualified(s, t)} IN SHARE ROW EXCLUSIVE MODE")
-                self._register_locked(conn, schema, view, sql, strategy)
-        return None
+                self._register_locked(conn, schema, view, sql, strategy, minimized)
 
-    def _register_locked(self, conn: Connection, schema: str, view: str, sql: str, strategy: str) -> None:
+    def _register_locked(self, conn: Connection, schema: str, view: str, sql: str, strategy: str,
+                         minimized: bool) -> None:
         compiled = compile_view_sql(conn, sql)
         shown = f"{schema}.{view}"
         if conn.execute(sa.text("SELECT to_regclass(:q) IS NOT NULL"), {"q": qualified(schema, view)}).scalar():
@@ -118,7 +120,7 @@ class Engine:
             if key not in captured:
                 captured[key] = ensure_capture(conn, s.table)
         target = Target(schema=schema, name=view, plan=plan, captured=captured)
-        script = compile_script(target, strategy)
+        script = compile_script(target, strategy, minimized)
         view_id = conn.execute(sa.text(
             "INSERT INTO idivm.views (schema_name, view_name, definition, strategy, output_columns, id_columns, "
             "plan_text, last_snapshot) VALUES (:s, :n, :d, :st, CAST(:o AS json), CAST(:i AS json), :p, "

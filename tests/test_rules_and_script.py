@@ -5,7 +5,7 @@ import sqlglot
 from sqlglot import exp
 
 from idivm.algebra.tables import TableInfo
-from idivm.compile.minimize import RULES, dedupe_conditions, dedupe_joins, drop_true, minimize
+from idivm.compile.minimize import RULES, dedupe_conditions, dedupe_joins, drop_true, minimize, semijoin_to_diff
 from idivm.rules.idiff import DiffSchema, IDiff, is_not_true, pre, show
 
 PARTS = TableInfo(schema="public", name="parts", columns=(("pid", "integer"), ("price", "numeric")), key=("pid",))
@@ -22,7 +22,7 @@ def diff(**kw) -> IDiff:
 
 
 def test_minimization_rules_are_listed_in_order():
-    assert RULES == (drop_true, dedupe_conditions, dedupe_joins)
+    assert RULES == (drop_true, dedupe_conditions, dedupe_joins, semijoin_to_diff)
 
 
 def test_drop_true_removes_only_true():
@@ -65,3 +65,11 @@ def test_conj_keeps_or_inside_and():
 
     e = conj([cond("p.a = 3 OR p.k = 0"), cond("p.a BETWEEN 0 AND 2")])
     assert e.sql() == "((p.a = 3 OR p.k = 0) AND p.a BETWEEN 0 AND 2)"
+
+
+def test_semijoin_rewrite_removes_the_base_table_access():
+    d = diff(semijoined=True)
+    assert "p^post ⋉_I Δ[p]" in d.format()
+    m = minimize(d)
+    assert not m.semijoined and m.trail[-1] == "minimize: p^post ⋉_I Δ -> Δ (C3)"
+    assert "⋉" not in m.format()

@@ -1,10 +1,10 @@
 """Pass 4: semantic minimization of composed i-diffs.
 
 Each rewrite is a pure function IDiff -> IDiff, applied in order (the shape
-of sqlglot's optimizer RULES). The semijoin rewrites of Figure 8 that remove
-``R ⋉_I Δ`` (C1, C3) are built into composition: the origin scan is always
-read from its i-diff instance, which carries full pre/post images. What is
-left to remove here is what composition repeats.
+of sqlglot's optimizer RULES). Besides removing what composition repeats, it
+applies Figure 8's semijoin rewrite under C3: ``R ⋉_I σ Δu -> σ Δu`` when the
+i-diff carries the post-state of every attribute of R (ours always do: the
+instance stores full pre- and post-images), which removes a base-table access.
 """
 from __future__ import annotations
 
@@ -37,7 +37,14 @@ def dedupe_joins(d: IDiff) -> IDiff:
     return d if joined == d.joined else d.derive("minimize: dedupe joins", joined=joined, trail=d.trail)
 
 
-RULES = (drop_true, dedupe_conditions, dedupe_joins)
+def semijoin_to_diff(d: IDiff) -> IDiff:
+    """R^post ⋉_I Δ -> Δ (Figure 8, C3): the i-diff's post-images equal R's rows for its IDs."""
+    if not d.semijoined:
+        return d
+    return d.derive(f"minimize: {d.origin}^post ⋉_I Δ -> Δ (C3)", semijoined=False)
+
+
+RULES = (drop_true, dedupe_conditions, dedupe_joins, semijoin_to_diff)
 
 
 def minimize(d: IDiff) -> IDiff:

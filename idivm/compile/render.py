@@ -61,15 +61,18 @@ class Target:
         return [n for n, _ in self.plan.outputs] + [i.name for i in self.plan.ids]
 
 
-def bind_with(mapping: dict[str, tuple[str, str]]):
-    """Rebind scan columns: scan -> (SQL alias, column prefix); a pre() mark selects the 'pre__' image."""
+def bind_with(mapping: dict[str, tuple[str, str]], pre_alias: str | None = None):
+    """Rebind scan columns: scan -> (SQL alias, column prefix).
+
+    A pre() mark selects the 'pre__' image, read from pre_alias (the i-diff) if given,
+    else from the scan's own alias."""
 
     def fn(node: exp.Expression) -> exp.Expression:
         if not isinstance(node, exp.Column):
             return node
         t = node.table
         if t.startswith(PRE_MARK):
-            return exp.column(f"pre__{node.name}", mapping[t[len(PRE_MARK):]][0], quoted=True)
+            return exp.column(f"pre__{node.name}", pre_alias or mapping[t[len(PRE_MARK):]][0], quoted=True)
         alias, prefix = mapping[t]
         return exp.column(f"{prefix}{node.name}", alias, quoted=True)
 
@@ -106,10 +109,14 @@ def _where(parts: list[str]) -> str:
     return " AND ".join(f"({p})" for p in parts) or "TRUE"
 
 
-def insert_rows(target: Target, origin: str, joined: list[str], filters: list[str], bind, from_sql: str | None = None) -> str:
-    """INSERT INTO view SELECT outputs, IDs FROM Δ[origin] ⋈ joined WHERE filters (APPLY Δ+)."""
+def insert_rows(target: Target, origin: str, joined: list[str], filters: list[str], bind,
+                from_sql: str | None = None, id_image: str | None = "post") -> str:
+    """INSERT INTO view SELECT outputs, IDs FROM Δ[origin] ⋈ joined WHERE filters (APPLY Δ+).
+
+    id_image None reads the origin's IDs from its base table alias too (the semijoined form)."""
     outs = [f"{bind(e)} AS {ident(n)}" for n, e in target.plan.outputs]
-    outs += [f"{_id_value(target, i, origin, 'post')} AS {ident(i.name)}" for i in target.plan.ids]
+    outs += [f"{_id_value(target, i, origin if id_image else None, id_image or 'post')} AS {ident(i.name)}"
+             for i in target.plan.ids]
     froms = [from_sql or f"{target.delta_of(origin)} AS {ident(DIFF_ALIAS)}"] + [target.base(j) for j in joined]
     cols = ", ".join(ident(c) for c in target.columns)
     conflict = ", ".join(ident(i.name) for i in target.plan.ids)
@@ -124,6 +131,15 @@ def render_idiff(target: Target, d: IDiff) -> tuple[int, str]:
     bind = binder(target, d.origin)
     filters = [schema_filter(d.schema)] + [bind(w) for w in d.where]
     v, dd = ident(VIEW_ALIAS), ident(DIFF_ALIAS)
+    if d.kind == "+" and d.semijoined:
+        # R^post ⋉_I Δ: the origin's columns come from its base table, matched by key to the i-diff
+        mapping = {a: (sql_alias, "") for a, sql_alias in target.scan_alias.items()}
+        bind_base = bind_with(mapping, pre_alias=DIFF_ALIAS)
+        alias = ident(target.scan_alias[d.origin])
+        keys = [f"{alias}.{ident(k)} = {dd}.{ident('post__' + k)}" for k in target.tables[d.origin].key]
+        filters = [schema_filter(d.schema)] + keys + [bind_base(w) for w in d.where]
+        from_sql = f"{target.delta_of(d.origin)} AS {dd}, {target.base(d.origin)}"
+        return 2, insert_rows(target, d.origin, list(d.joined), filters, bind_base, from_sql=from_sql, id_image=None)
     if d.kind == "+":
         return 2, insert_rows(target, d.origin, list(d.joined), filters, bind)
     match = [f"{v}.{ident(i.name)} = {dd}.{ident(('pre__' if d.kind == '-' else 'post__') + i.column)}"

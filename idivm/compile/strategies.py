@@ -20,20 +20,20 @@ from .script import DeltaScript, Statement
 STRATEGIES = ("id", "tuple")
 
 
-def compile_script(target: Target, strategy: str) -> DeltaScript:
+def compile_script(target: Target, strategy: str, minimized: bool = True) -> DeltaScript:
     if strategy == "id":
-        return id_script(target)
+        return id_script(target, minimized)
     if strategy == "tuple":
         return tuple_script(target)
     raise IdivmError(f"unknown strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
 
 
-def id_script(target: Target) -> DeltaScript:
+def id_script(target: Target, minimized: bool = True) -> DeltaScript:
     script = DeltaScript(strategy="id")
     for schema in base_diff_schemas(target.plan):
         scan = next(s for s in scans(target.plan) if s.alias == schema.scan)
         for d in instantiate(target.plan, scan, schema):
-            d = minimize(d)
+            d = minimize(d) if minimized else d
             phase, sql = render_idiff(target, d)
             script.derivations.append("\n    ".join(d.trail) + f"\n    => {d.format()}")
             script.statements.append(Statement(phase=phase, purpose=f"{schema.label()} -> {d.format()}", sql=sql))

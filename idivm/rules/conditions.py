@@ -46,12 +46,13 @@ def through(d: IDiff, conjuncts: list[exp.Expression], name: str, input_node: No
         return [
             d.derive(f"{name}: update of a join attribute -> delete by ID", kind="-"),
             d.derive(f"{name}: update of a join attribute -> insert Input^post ⋉ Δu", kind="+",
-                     joined=d.joined + rederive_scans, where=d.where + rederive_where),
+                     joined=d.joined + rederive_scans, where=d.where + rederive_where, semijoined=True),
         ]
     c = conj(affected)
     return [
         d.derive(f"{name}: update now failing the condition -> delete", kind="-", where=d.where + (is_not_true(c),)),
         d.derive(f"{name}: update passing the condition -> update", where=d.where + (c,)),
-        d.derive(f"{name}: update newly passing the condition -> insert", kind="+", joined=d.joined + rederive_scans,
+        d.derive(f"{name}: update newly passing the condition -> insert Input^post ⋉ Δu", kind="+",
+                 joined=d.joined + rederive_scans, semijoined=True,
                  where=d.where + (is_not_true(pre(c, d.origin)),) + rederive_where),
     ]

@@ -1,11 +1,13 @@
 """The i-diff as the rules see it, and its printer.
 
 An i-diff here is a conjunctive query: the origin scan is bound to the
-base-table i-diff instance (which holds full pre- and post-state images, so
-``R ⋉_I Δ`` is answered from Δ itself: Figure 8's semijoin rewrites under
-C1/C3), other scans in ``joined`` are read from post-state base tables, and
-``where`` filters the rows. Columns of the origin scan read the post-state
-image unless wrapped by ``pre()``.
+base-table i-diff instance, other scans in ``joined`` are read from
+post-state base tables, and ``where`` filters the rows. Columns of the origin
+scan read the post-state image unless wrapped by ``pre()``. When
+``semijoined`` is set, the origin's post-state row is read from its base
+table semijoined by ID with the i-diff (``R^post ⋉_I Δ``, as the rules write
+it); minimization (pass 4) removes that join because the instance carries
+every post-state attribute (Figure 8 under C3).
 
 Kinds: '+' insert (identified by all IDs of the joined scans), '-' delete
 and 'u' update (identified by the origin scan's IDs only: the i-diff names a
@@ -53,6 +55,7 @@ class IDiff:
     schema: DiffSchema
     joined: tuple[str, ...] = ()
     where: tuple[exp.Expression, ...] = ()
+    semijoined: bool = False
     trail: tuple[str, ...] = field(default=())
 
     def derive(self, step: str, **changes) -> "IDiff":
@@ -65,7 +68,8 @@ class IDiff:
 
     def format(self) -> str:
         cond = " AND ".join(show(atom(w)) for w in self.where) or "TRUE"
-        src = f"Δ[{self.origin}]" + "".join(f" ⋈ {j}" for j in self.joined)
+        src = (f"{self.origin}^post ⋉_I Δ[{self.origin}]" if self.semijoined else f"Δ[{self.origin}]")
+        src += "".join(f" ⋈ {j}" for j in self.joined)
         return f"{SYMBOL[self.kind]}V by IDs of {{{', '.join(self.id_scans)}}} = σ[{cond}]({src})"
 
 
