@@ -13,7 +13,10 @@ from .capture import drop_capture, ensure_capture
 from .catalog.migrate import catalog_installed, upgrade_catalog
 from .compile import compile_script
 from .compile.diff_schemas import base_diff_schemas
-from .compile.render import Target, full_query
+from .algebra.plan import Aggregate
+from .compile.aggregate import AggregateTarget, aggregate_script, cache_name
+from .compile.materialize import create_aggregate_tables, create_spj_table
+from .compile.render import Target
 from .compile.strategies import STRATEGIES
 from .dsn import resolve_dsn, sqlalchemy_url
 from .errors import IdivmError, UnknownObject
@@ -93,7 +96,7 @@ class Engine:
             if schema is None:
                 schema = conn.execute(sa.text("SELECT current_schema()")).scalar()
             conn.rollback()
-        tables = {(s.table.schema, s.table.name): s.table for s in scans(compiled.plan)}
+        tables = {(s.table.schema, s.table.name): s.table for s in scans(compiled.spj)}
         with self.sa.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
             with conn.begin():
                 # Block writers before the snapshot is taken: no change can slip between the
@@ -113,23 +116,31 @@ class Engine:
             raise IdivmError(f'cannot register "{shown}": {what} with that name already exists')
         if not conn.execute(sa.text("SELECT 1 FROM pg_namespace WHERE nspname = :s"), {"s": schema}).first():
             raise UnknownObject(f'schema "{schema}" does not exist')
-        plan = compiled.plan
+        plan, spj = compiled.plan, compiled.spj
         captured = {}
-        for s in scans(plan):
+        for s in scans(spj):
             key = (s.table.schema, s.table.name)
             if key not in captured:
                 captured[key] = ensure_capture(conn, s.table)
-        target = Target(schema=schema, name=view, plan=plan, captured=captured)
-        script = compile_script(target, strategy, minimized)
+        grouped = isinstance(plan, Aggregate)
+        ids = ([["group", k, h] for k, h in zip(plan.keys, plan.id_names)] if grouped
+               else [[i.scan, i.column, i.name] for i in plan.ids])
         view_id = conn.execute(sa.text(
             "INSERT INTO idivm.views (schema_name, view_name, definition, strategy, output_columns, id_columns, "
             "plan_text, last_snapshot) VALUES (:s, :n, :d, :st, CAST(:o AS json), CAST(:i AS json), :p, "
             "CAST(pg_current_snapshot() AS text)) RETURNING id"
         ), {"s": schema, "n": view, "d": sql, "st": strategy, "o": json.dumps([n for n, _ in plan.outputs]),
-            "i": json.dumps([[i.scan, i.column, i.name] for i in plan.ids]), "p": format_plan(plan)}).scalar_one()
+            "i": json.dumps(ids), "p": format_plan(plan)}).scalar_one()
+        if grouped:
+            cache = Target(schema="idivm", name=cache_name(view_id), plan=spj, captured=captured)
+            target = AggregateTarget(schema=schema, name=view, view_id=view_id, agg=plan, cache=cache)
+            script = aggregate_script(target, compile_script(cache, strategy, minimized))
+        else:
+            target = Target(schema=schema, name=view, plan=plan, captured=captured)
+            script = compile_script(target, strategy, minimized)
         for cid in sorted(set(captured.values())):
             conn.execute(sa.text("INSERT INTO idivm.view_inputs VALUES (:v, :c)"), {"v": view_id, "c": cid})
-        for pos, ds in enumerate(base_diff_schemas(plan)):
+        for pos, ds in enumerate(base_diff_schemas(spj)):
             conn.execute(sa.text(
                 "INSERT INTO idivm.diff_schemas VALUES (:v, :p, :a, :c, :k, CAST(:at AS json), :cond, :l)"
             ), {"v": view_id, "p": pos, "a": ds.scan, "c": captured[(ds.table.schema, ds.table.name)], "k": ds.kind,
@@ -139,15 +150,12 @@ class Engine:
                          {"v": view_id, "p": pos, "ph": st.phase, "pu": st.purpose, "sql": st.sql})
         for pos, text in enumerate(script.derivations):
             conn.execute(sa.text("INSERT INTO idivm.derivations VALUES (:v, :p, :t)"), {"v": view_id, "p": pos, "t": text})
-        table = qualified(schema, view)
-        run(conn, f"CREATE TABLE {table} AS\n{full_query(target)}")
-        ids = [i.name for i in plan.ids]
-        run(conn, f"ALTER TABLE {table} ADD PRIMARY KEY ({', '.join(ident(c) for c in ids)})")
-        # i-diffs identify view rows by one scan's IDs: index every scan's ID columns
-        for s in scans(plan)[1:]:
-            cols = [i.name for i in plan.ids if i.scan == s.alias]
-            run(conn, f"CREATE INDEX ON {table} ({', '.join(ident(c) for c in cols)})")
-        run(conn, f"COMMENT ON TABLE {table} IS {string_literal('maintained by idivm (' + strategy + '): ' + sql)}")
+        if grouped:
+            create_aggregate_tables(conn, target)
+        else:
+            create_spj_table(conn, target)
+        note = string_literal(f"maintained by idivm ({strategy}): {sql}")
+        run(conn, f"COMMENT ON TABLE {qualified(schema, view)} IS {note}")
 
     # -- maintenance -----------------------------------------------------------------------
     def _view_names(self, names: tuple[str, ...] | list[str]) -> list[tuple[int, str]]:
@@ -223,6 +231,7 @@ class Engine:
             inputs = conn.execute(sa.text(
                 "SELECT captured_table_id FROM idivm.view_inputs WHERE view_id = :v"), {"v": row.id}).scalars().all()
             run(conn, f"DROP TABLE IF EXISTS {qualified(row.schema_name, row.view_name)}")
+            run(conn, f"DROP TABLE IF EXISTS {qualified('idivm', cache_name(row.id))}")
             conn.execute(sa.text("DELETE FROM idivm.views WHERE id = :v"), {"v": row.id})
             for cid in inputs:
                 still = conn.execute(sa.text(

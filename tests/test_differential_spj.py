@@ -21,7 +21,7 @@ import idivm
 from helpers import assert_equal_multiset
 
 EXAMPLES = int(os.environ.get("IDIVM_TEST_EXAMPLES", "120"))
-STATS = {"examples": 0, "rounds": 0, "transactions": 0, "statements": 0, "aborted": 0, "max_view_rows": 0}
+STATS = {"grouped_or_distinct": 0, "examples": 0, "rounds": 0, "transactions": 0, "statements": 0, "aborted": 0, "max_view_rows": 0}
 
 
 @dataclass
@@ -115,10 +115,32 @@ def views(draw, tables: list[Tbl]):
         for j in range(1, n):
             on = " AND ".join(joins[j - 1]) or "TRUE"
             frm += f" JOIN {source(j)} ON {on}" if joins[j - 1] else f" CROSS JOIN {source(j)}"
-    sql = f"SELECT {', '.join(outs)} FROM {frm}"
+    shape = draw(st.sampled_from(["spj"] * 5 + ["group"] * 3 + ["distinct"]))
+    names = [f"o{i}" for i in range(len(outs))]
+    tail = ""
+    if shape == "distinct":
+        outs = [o.replace("SELECT ", "") for o in outs]
+    elif shape == "group":
+        keys = draw(st.lists(st.sampled_from(all_cols + [f"{c} % 2" for c in all_cols]), max_size=2, unique=True))
+        aggs = []
+        for i in range(draw(st.integers(1, 3))):
+            a, b = draw(st.sampled_from(all_cols)), draw(st.sampled_from(all_cols))
+            arg = draw(st.sampled_from([a, a, f"{a} + {b}"]))
+            aggs.append(draw(st.sampled_from([
+                "count(*)", f"count({arg})", f"sum({arg})", f"avg({arg})", f"min({arg})", f"max({arg})",
+                f"count(DISTINCT {arg})"])))
+        outs = [f"{k} AS g{i}" for i, k in enumerate(keys)] + [f"{f} AS o{i}" for i, f in enumerate(aggs)]
+        names = [f"g{i}" for i in range(len(keys))] + [f"o{i}" for i in range(len(aggs))]
+        if keys:
+            tail += " GROUP BY " + ", ".join(keys)
+        if draw(st.integers(0, 3)) == 0:
+            tail += " HAVING " + draw(st.sampled_from(["count(*) > 1", f"sum({draw(st.sampled_from(all_cols))}) > 2",
+                                                          f"min({draw(st.sampled_from(all_cols))}) IS NOT NULL"]))
+    select = "SELECT DISTINCT" if shape == "distinct" else "SELECT"
+    sql = f"{select} {', '.join(outs)} FROM {frm}"
     if where:
         sql += " WHERE " + " AND ".join(where)
-    return sql, [f"o{i}" for i in range(len(outs))]
+    return sql + tail, names
 
 
 @st.composite
@@ -222,6 +244,8 @@ def test_random_spj_views_equal_recomputation(module_db, scenario):
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
             engine.close()
     STATS["examples"] += 1
+    STATS["grouped_or_distinct"] += (" GROUP BY " in view_sql or "count(" in view_sql or "SELECT DISTINCT" in view_sql
+                                     or "sum(" in view_sql or "min(" in view_sql or "max(" in view_sql or "avg(" in view_sql)
 
 
 def test_report_stats():

@@ -33,11 +33,15 @@ def footprint(db) -> tuple:
 
 
 CASES = [
-    ("SELECT pid, sum(price) AS s FROM parts GROUP BY pid", "aggregate functions not supported"),
+    ("SELECT pid, string_agg(CAST(price AS text), ',') AS s FROM parts GROUP BY pid", "aggregate STRING_AGG"),
+    ("SELECT count(*) FILTER (WHERE price > 1) AS c FROM parts", "aggregate FILTER (WHERE ...) not supported"),
+    ("SELECT pid, price, count(*) AS n FROM parts GROUP BY pid", 'column "parts"."price" in the select list must appear in GROUP BY'),
+    ("SELECT pid FROM parts WHERE price > sum(price) GROUP BY pid", "aggregates in WHERE or JOIN conditions"),
+    ("SELECT DISTINCT ON (pid) pid FROM parts", "DISTINCT ON not supported"),
+    ("SELECT DISTINCT pid, count(*) AS n FROM parts GROUP BY pid", "DISTINCT together with GROUP BY"),
     ("SELECT pid, rank() OVER (ORDER BY price) AS r FROM parts", "window functions"),
     ("SELECT pid FROM parts LIMIT 3", "LIMIT not supported"),
     ("SELECT pid FROM parts ORDER BY pid", "ORDER BY not supported"),
-    ("SELECT DISTINCT pid FROM parts", "DISTINCT not supported"),
     ("SELECT p.pid FROM parts p LEFT JOIN devices_parts dp ON p.pid = dp.pid", "LEFT OUTER JOIN not supported"),
     ("SELECT p.pid FROM parts p FULL JOIN devices_parts dp ON p.pid = dp.pid", "FULL OUTER JOIN not supported"),
     ("SELECT pid FROM parts UNION SELECT pid FROM devices_parts", "UNION (set operations) not supported"),

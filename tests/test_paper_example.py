@@ -107,3 +107,50 @@ def test_sqlalchemy_select_is_accepted(engine, db):
     db.execute("UPDATE parts SET price = 5 WHERE pid = 'P3'")
     assert engine.verify("cheap").ok
     assert sorted(db.execute("SELECT pid FROM cheap").fetchall()) == [("P1",), ("P2",), ("P3",)]
+
+
+V_PRIME = ("SELECT did, sum(price) AS cost FROM parts NATURAL JOIN devices_parts NATURAL JOIN devices "
+           "WHERE category = 'phone' GROUP BY did")
+
+
+def test_figure5_view_has_figure7_script_shape(engine, db):
+    """V' (Figure 5b): a price update updates the intermediate cache from the i-diff alone, then the
+    affected groups of the view are recomputed from the cache; no base table is joined (Figure 7)."""
+    setup(db)
+    engine.register_view("v_prime", V_PRIME)
+    text = engine.explain("v_prime")
+    assert "INTERMEDIATE CACHE" in text and "GROUP BY g0" in text
+    statements = text.split("Δ-script:", 1)[1].split("-- [")[1:]
+    price = [b for b in statements if "Δu_parts" in b and "non-conditional" in b]
+    assert len(price) == 1
+    assert 'UPDATE "idivm"."cache_' in price[0] and "RETURNING" in price[0]
+    regroup = [b for b in statements if "regroup" in b]
+    assert len(regroup) == 2
+    for block in price + regroup:
+        for base in ('"public"."parts"', '"public"."devices"', '"public"."devices_parts"'):
+            assert base not in block
+    db.execute("UPDATE parts SET price = 11 WHERE pid = 'P1'")
+    engine.maintain("v_prime")
+    assert sorted(db.execute("SELECT did, cost FROM v_prime").fetchall()) == [("D1", 31), ("D2", 11)]
+    # groups are created and deleted: D2 leaves (tablet), D3 arrives (phone)
+    db.execute("UPDATE devices SET category = 'tablet' WHERE did = 'D2'")
+    db.execute("UPDATE devices SET category = 'phone' WHERE did = 'D3'")
+    engine.maintain("v_prime")
+    assert_equal_multiset(db, "v_prime", V_PRIME, ["did", "cost"])
+    assert sorted(db.execute("SELECT did FROM v_prime").fetchall()) == [("D1",), ("D3",)]
+
+
+def test_global_aggregate_keeps_exactly_one_row(engine, db):
+    setup(db)
+    sql = "SELECT count(*) AS n, sum(price) AS s, min(price) AS lo, avg(price) AS a FROM parts"
+    engine.register_view("totals", sql)
+    db.execute("DELETE FROM parts WHERE price = 10")  # the minimum goes away
+    engine.maintain("totals")
+    assert db.execute("SELECT n, s, lo FROM totals").fetchall() == [(2, 50, 20)]
+    db.execute("DELETE FROM devices_parts")
+    db.execute("DELETE FROM parts")
+    engine.maintain("totals")
+    assert db.execute("SELECT n, s, lo, a FROM totals").fetchall() == [(0, None, None, None)]
+    db.execute("INSERT INTO parts VALUES ('P9', 5)")
+    engine.maintain("totals")
+    assert_equal_multiset(db, "totals", sql, ["n", "s", "lo", "a"])

@@ -51,11 +51,42 @@ class IdColumn:
 
 @dataclass
 class Project:
-    """Generalized projection; after pass 1 it also outputs the hidden ID columns."""
+    """Generalized projection; after pass 1 it also outputs the hidden ID columns.
+
+    ``stable`` names outputs that must never be updated in place (the group keys of an
+    intermediate cache below an aggregate): an update of an attribute they read becomes a
+    delete plus an insert, so every row change reports its old and its new group."""
 
     child: "Node"
     outputs: list[tuple[str, exp.Expression]]
     ids: list[IdColumn] = field(default_factory=list)
+    stable: frozenset[str] = frozenset()
+
+
+AGG_MARK = "\x00cache\x00"  # table name of placeholders for intermediate-cache columns
+
+
+def cache_ref(name: str) -> exp.Column:
+    """A reference to column `name` of the intermediate cache below an aggregate."""
+    return exp.Column(this=exp.to_identifier(name, quoted=True), table=exp.to_identifier(AGG_MARK, quoted=True))
+
+
+@dataclass
+class Aggregate:
+    """γ_G,f(X) with its final projection and HAVING (Table 7), over an intermediate cache.
+
+    The cache (Example 4.6) is the SPJ input below the aggregate, projected onto the group
+    keys ``g<i>`` and the aggregate arguments ``a<j>``; ``outputs`` and ``having`` are written
+    over cache placeholders (``cache_ref``). The view's IDs are the group keys (Table 1)."""
+
+    cache: Project
+    keys: list[str]  # cache columns that are group keys, in GROUP BY order
+    outputs: list[tuple[str, exp.Expression]]
+    having: exp.Expression | None = None
+
+    @property
+    def id_names(self) -> list[str]:
+        return [f"__idivm_{k}" for k in self.keys]
 
 
 Node = Union[Scan, Join, Select, Project]
@@ -114,9 +145,19 @@ def sql(e: exp.Expression) -> str:
     return e.sql("postgres")
 
 
-def format_plan(node: Node, indent: int = 0) -> str:
+def format_plan(node, indent: int = 0) -> str:
     """Human-readable plan with IDs (what `idivm explain` prints)."""
     pad = "  " * indent
+    if isinstance(node, Aggregate):
+        outs = ", ".join(f"{show_cache(e)} AS {n}" for n, e in node.outputs)
+        having = f"  HAVING {show_cache(node.having)}" if node.having is not None else ""
+        keys = ", ".join(node.keys) or "()"
+        return "\n".join([
+            f"{pad}PROJECT {outs}{having}",
+            f"{pad}  GROUP BY {keys}  IDs: {{{keys}}}  (general rule: affected groups recomputed from the cache)",
+            f"{pad}    INTERMEDIATE CACHE (an SPJ view maintained by the rules below)",
+            format_plan(node.cache, indent + 3),
+        ])
     if isinstance(node, Scan):
         head = f"{pad}SCAN {node.table.qualified} AS {node.alias}  IDs: {_ids(node.ids)}"
     elif isinstance(node, Join):
@@ -129,6 +170,10 @@ def format_plan(node: Node, indent: int = 0) -> str:
         hidden = ", ".join(f"{i.scan}.{i.column} AS {i.name}" for i in node.ids)
         head = f"{pad}PROJECT {outs}" + (f"  + hidden IDs: {hidden}" if hidden else "")
     return "\n".join([head] + [format_plan(c, indent + 1) for c in children(node)])
+
+
+def show_cache(e: exp.Expression) -> str:
+    return sql(e).replace(f'"{AGG_MARK}".', "cache.")
 
 
 def node_ids(node: Node) -> list[tuple[str, str]]:

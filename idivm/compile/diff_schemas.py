@@ -15,7 +15,8 @@ from ..rules.idiff import DiffSchema
 
 def base_diff_schemas(root: Project) -> list[DiffSchema]:
     out: list[DiffSchema] = []
-    conds = conjuncts_below(root)
+    # group keys of an intermediate cache are conditional too: they decide a row's group
+    conds = conjuncts_below(root) + [e for n, e in root.outputs if n in root.stable]
     for s in scans(root):
         non_key = set(s.table.non_key)
         out.append(DiffSchema(scan=s.alias, table=s.table, kind="+"))

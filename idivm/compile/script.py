@@ -1,15 +1,16 @@
 """The Δ-script: ordered SQL statements that maintain one view, and its printer.
 
-Statements run in three phases: deletes, then updates, then inserts. Every
-statement reads post-state base tables and effective i-diffs, so within a
-phase order does not matter; deleting first means an insert never collides
-with a row that a later delete would remove.
+Statements run in phases: deletes, then updates, then inserts (and, for a
+grouped view, after its intermediate cache is maintained, the recomputation of
+the affected groups). Every statement reads post-state base tables and
+effective i-diffs, so within a phase order does not matter; deleting first
+means an insert never collides with a row that a later delete would remove.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-PHASES = {0: "delete", 1: "update", 2: "insert"}
+PHASES = {-1: "setup", 0: "delete", 1: "update", 2: "insert", 3: "regroup: delete", 4: "regroup: insert"}
 
 
 @dataclass

@@ -17,8 +17,9 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
 from ..algebra.ids import infer_ids
-from ..algebra.plan import Join, Node, Project, Scan, Select
+from ..algebra.plan import Aggregate, Join, Node, Project, Scan, Select
 from ..errors import IdivmError, UnknownObject, UnsupportedQuery
+from .aggregates import build_aggregate, has_aggregation
 from .checks import check_deterministic, check_statement, refuse
 from .reflect import TableInfo, reflect_table
 
@@ -26,8 +27,13 @@ from .reflect import TableInfo, reflect_table
 @dataclass
 class CompiledView:
     sql: str
-    plan: Project
+    plan: Project | Aggregate  # Aggregate: the view is grouped; its cache is an SPJ Project
     tables: dict[str, TableInfo]  # scan alias -> table
+
+    @property
+    def spj(self) -> Project:
+        """The SPJ plan maintained by the i-diff rules: the view itself, or its intermediate cache."""
+        return self.plan.cache if isinstance(self.plan, Aggregate) else self.plan
 
 
 def parse_one(sql: str) -> exp.Expression:
@@ -108,5 +114,9 @@ def compile_view_sql(conn: Connection, sql: str) -> CompiledView:
         if name in seen:
             raise UnsupportedQuery(f'output column "{name}" appears twice; give the columns distinct names with AS')
         seen.add(name)
+    if has_aggregation(tree):
+        agg = build_aggregate(tree, node, outputs)
+        infer_ids(agg.cache)
+        return CompiledView(sql=sql, plan=agg, tables=aliases)
     plan = infer_ids(Project(child=node, outputs=outputs))
     return CompiledView(sql=sql, plan=plan, tables=aliases)

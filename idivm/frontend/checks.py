@@ -13,16 +13,13 @@ from ..errors import UnsupportedQuery
 
 SUPPORTED = (
     "supported: SELECT of columns and expressions FROM base tables with inner joins "
-    "(JOIN ... ON/USING, NATURAL JOIN, comma joins), WHERE conditions and SPJ subqueries in FROM"
+    "(JOIN ... ON/USING, NATURAL JOIN, comma joins), WHERE conditions, SPJ subqueries in FROM, "
+    "GROUP BY with count/sum/avg/min/max, HAVING and DISTINCT"
 )
 
 # (node type, how to name it) - checked in this order
 _REFUSED: tuple[tuple[type[exp.Expression], str], ...] = (
     (exp.Window, "window functions (OVER ...)"),
-    (exp.AggFunc, "aggregate functions"),
-    (exp.Group, "GROUP BY"),
-    (exp.Having, "HAVING"),
-    (exp.Distinct, "DISTINCT"),
     (exp.Limit, "LIMIT"),
     (exp.Offset, "OFFSET"),
     (exp.Fetch, "FETCH"),
@@ -57,6 +54,11 @@ def check_statement(tree: exp.Expression) -> exp.Select:
         kind = (join.kind or "").upper()
         if side in ("LEFT", "RIGHT", "FULL") or kind in ("OUTER", "SEMI", "ANTI"):
             raise refuse(f"{side or kind} OUTER JOIN".replace("OUTER OUTER", "OUTER"))
+    for clause in ("where", "joins"):
+        parts = tree.args.get(clause)
+        for part in parts if isinstance(parts, list) else [parts] if parts is not None else []:
+            if part.find(exp.AggFunc):
+                raise refuse("aggregates in WHERE or JOIN conditions")
     for node in tree.find_all(exp.In):
         if node.args.get("query"):
             raise refuse("IN (subquery)")

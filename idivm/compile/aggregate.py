@@ -1,0 +1,109 @@
+"""Δ-scripts for grouped views: the general aggregation rule (Table 7) over an intermediate cache.
+
+1. The cache (the SPJ input below γ, Example 4.6) is maintained by its own Δ-script.
+   Every statement of it is wrapped in a data-modifying CTE whose RETURNING clause
+   records the group keys of the cache rows it deleted, updated or inserted. Group
+   keys are never updated in place (they are conditional, see rules/project.py), so
+   a row moving between groups reports both.
+2. The view then deletes the affected groups and recomputes them from the cache
+   (Δu_V = γ(Δ ⋉_G Input^post)); a group left empty simply gets no row back, and a new
+   group gets its first one, so group creation and deletion (which the paper leaves
+   out) are handled. MIN/MAX survive deletion of the extreme, and SQL's NULL/empty
+   semantics are PostgreSQL's own, since PostgreSQL evaluates the aggregates.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from ..algebra.plan import AGG_MARK, Aggregate
+from ..sqltext import DIALECT, ident, qualified
+from .render import VIEW_ALIAS, Target
+from .script import DeltaScript, Statement
+
+CACHE_ALIAS = "c"
+
+
+@dataclass
+class AggregateTarget:
+    schema: str
+    name: str
+    view_id: int
+    agg: Aggregate
+    cache: Target
+
+    @property
+    def table(self) -> str:
+        return qualified(self.schema, self.name)
+
+    @property
+    def affected(self) -> str:
+        return f"pg_temp.{ident(f'idivm_affected_{self.view_id}')}"
+
+    @property
+    def columns(self) -> list[str]:
+        return [n for n, _ in self.agg.outputs] + self.agg.id_names
+
+
+def cache_name(view_id: int) -> str:
+    return f"cache_{view_id}"
+
+
+def bind_cache(e: exp.Expression) -> str:
+    def fn(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and node.table == AGG_MARK:
+            return exp.column(node.name, CACHE_ALIAS, quoted=True)
+        return node
+
+    return e.copy().transform(fn).sql(DIALECT)
+
+
+def group_select(t: AggregateTarget, restrict: bool) -> str:
+    """The aggregate over the cache: all groups, or only the affected ones."""
+    c = ident(CACHE_ALIAS)
+    keys = t.agg.keys
+    outs = [f"{bind_cache(e)} AS {ident(n)}" for n, e in t.agg.outputs]
+    outs += [f"{c}.{ident(k)} AS {ident(h)}" for k, h in zip(keys, t.agg.id_names)]
+    sql = f"SELECT {', '.join(outs)}\nFROM {t.cache.table} AS {c}"
+    if restrict and keys:
+        same = " AND ".join(f"{ident('a')}.{ident(k)} IS NOT DISTINCT FROM {c}.{ident(k)}" for k in keys)
+        sql += f"\nWHERE EXISTS (SELECT 1 FROM {t.affected} AS {ident('a')} WHERE {same})"
+    if keys:
+        sql += "\nGROUP BY " + ", ".join(f"{c}.{ident(k)}" for k in keys)
+    if t.agg.having is not None:
+        sql += f"\nHAVING {bind_cache(t.agg.having)}"
+    if restrict and not keys:  # one global group: recompute only if the cache changed at all
+        sql = f"SELECT * FROM (\n{sql}) AS {ident('q')}\nWHERE EXISTS (SELECT 1 FROM {t.affected})"
+    return sql
+
+
+def aggregate_script(t: AggregateTarget, cache_script: DeltaScript) -> DeltaScript:
+    keys = t.agg.keys
+    returning = ", ".join(f"{ident(VIEW_ALIAS)}.{ident(k)}" for k in keys) or "1"
+    setup_cols = ", ".join(ident(k) for k in keys) or f"1 AS {ident('any_change')}"
+    script = DeltaScript(strategy=cache_script.strategy, derivations=list(cache_script.derivations))
+    script.statements.append(Statement(
+        phase=-1, purpose="setup: the groups this maintenance touches",
+        sql=f"CREATE TEMP TABLE {t.affected} ON COMMIT DROP AS SELECT {setup_cols} FROM {t.cache.table} WITH NO DATA",
+    ))
+    for st in cache_script.statements:
+        script.statements.append(Statement(
+            phase=st.phase, purpose=f"cache: {st.purpose}  (records affected groups)",
+            sql=f"WITH {ident('changed')} AS (\n{st.sql}\nRETURNING {returning})\n"
+                f"INSERT INTO {t.affected} SELECT * FROM {ident('changed')}",
+        ))
+    v, a = ident(VIEW_ALIAS), ident("a")
+    if keys:
+        same = " AND ".join(f"{v}.{ident(h)} IS NOT DISTINCT FROM {a}.{ident(k)}" for k, h in zip(keys, t.agg.id_names))
+        delete = (f"DELETE FROM {t.table} AS {v}\nUSING (SELECT DISTINCT {', '.join(ident(k) for k in keys)} "
+                  f"FROM {t.affected}) AS {a}\nWHERE {same}")
+    else:
+        delete = f"DELETE FROM {t.table} WHERE EXISTS (SELECT 1 FROM {t.affected})"
+    script.statements.append(Statement(phase=3, purpose="Δ-V: remove the affected groups", sql=delete))
+    cols = ", ".join(ident(c) for c in t.columns)
+    script.statements.append(Statement(
+        phase=4, purpose="Δ+V: recompute the affected groups from the cache (Table 7, general rule)",
+        sql=f"INSERT INTO {t.table} ({cols})\n{group_select(t, restrict=True)}",
+    ))
+    return script

@@ -1,0 +1,90 @@
+"""GROUP BY, aggregates, HAVING and DISTINCT -> an Aggregate over an intermediate cache.
+
+The SPJ part of the query becomes the cache: one column per group-key expression
+(``g<i>``) and per distinct aggregate argument (``a<j>``). The select list and
+HAVING are rewritten over those columns, so recomputing a group reads the cache
+only (Figure 7's shape: base-table changes reach the cache, the cache reaches the
+view). DISTINCT without GROUP BY is grouping on every output column (Section 4,
+pass 1 remark).
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ..algebra.plan import Aggregate, Node, Project, cache_ref
+from ..errors import UnsupportedQuery
+from .checks import refuse
+
+SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+
+
+def has_aggregation(tree: exp.Select) -> bool:
+    return bool(tree.args.get("group") or tree.args.get("distinct") or tree.args.get("having")
+                or any(e.find(exp.AggFunc) for e in tree.expressions))
+
+
+def build_aggregate(tree: exp.Select, core: Node, outputs: list[tuple[str, exp.Expression]]) -> Aggregate:
+    for bad, name in ((exp.Filter, "aggregate FILTER (WHERE ...)"), (exp.WithinGroup, "ordered-set aggregates")):
+        if tree.find(bad):
+            raise refuse(name)
+    for agg in tree.find_all(exp.AggFunc):
+        if not isinstance(agg, SUPPORTED_AGGREGATES):
+            raise UnsupportedQuery(f"aggregate {agg.sql('postgres')} not supported yet; supported: count, sum, avg, min, max")
+        if agg.find(exp.AggFunc) is not agg or any(a is not agg for a in agg.find_all(exp.AggFunc)):
+            raise refuse("nested aggregates")
+    distinct = tree.args.get("distinct")
+    group = tree.args.get("group")
+    if distinct is not None:
+        if distinct.args.get("on"):
+            raise refuse("DISTINCT ON")
+        if group is not None or any(e.find(exp.AggFunc) for _, e in outputs):
+            raise refuse("DISTINCT together with GROUP BY or aggregates")
+        key_exprs = [e for _, e in outputs]
+    else:
+        key_exprs = list(group.expressions) if group is not None else []
+
+    cache_cols: list[tuple[str, exp.Expression]] = []
+    keys: list[str] = []
+    by_sql: dict[str, str] = {}
+    for e in key_exprs:
+        text = e.sql("postgres")
+        if text not in by_sql:
+            by_sql[text] = f"g{len(keys)}"
+            keys.append(by_sql[text])
+            cache_cols.append((by_sql[text], e.copy()))
+    n_keys = len(cache_cols)
+
+    def arg_col(e: exp.Expression) -> exp.Expression:
+        text = "arg:" + e.sql("postgres")
+        if text not in by_sql:
+            by_sql[text] = f"a{len(cache_cols) - n_keys}"
+            cache_cols.append((by_sql[text], e.copy()))
+        return cache_ref(by_sql[text])
+
+    def rewrite(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.AggFunc):
+            node = node.copy()
+            arg = node.this
+            if isinstance(arg, exp.Distinct):
+                node.set("this", exp.Distinct(expressions=[arg_col(x) for x in arg.expressions]))
+            elif arg is not None and not isinstance(arg, exp.Star):
+                node.set("this", arg_col(arg))
+            return node
+        text = node.sql("postgres")
+        if text in by_sql and not text.startswith("arg:"):
+            return cache_ref(by_sql[text])
+        return node
+
+    def over_cache(e: exp.Expression, where: str) -> exp.Expression:
+        out = e.copy().transform(rewrite)
+        for c in out.find_all(exp.Column):
+            if not str(c.table).startswith("\x00"):
+                raise UnsupportedQuery(
+                    f"column {c.sql('postgres')} in {where} must appear in GROUP BY or be used in an aggregate")
+        return out
+
+    new_outputs = [(n, over_cache(e, "the select list")) for n, e in outputs]
+    having = tree.args.get("having")
+    having_expr = over_cache(having.this, "HAVING") if having is not None else None
+    cache = Project(child=core, outputs=cache_cols, stable=frozenset(keys))
+    return Aggregate(cache=cache, keys=keys, outputs=new_outputs, having=having_expr)
