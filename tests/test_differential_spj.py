@@ -72,7 +72,8 @@ def views(draw, tables: list[Tbl]):
     n = draw(st.integers(1, 3))
     scans = [(f"s{j}", draw(st.sampled_from(tables))) for j in range(n)]
     qual = lambda j, col: f"{scans[j][0]}.{col}"  # noqa: E731
-    style = draw(st.sampled_from(["on", "on", "comma", "subquery", "using", "natural"]))
+    style = draw(st.sampled_from(["on", "on", "comma", "subquery", "cte", "using", "natural"]))
+    with_clause = ""
     joins, where = [], []
     for j in range(1, n):
         conds = []
@@ -96,10 +97,15 @@ def views(draw, tables: list[Tbl]):
         outs.append(f"{e} AS o{i}")
 
     def source(j):
+        nonlocal with_clause
         alias, t = scans[j]
-        if style == "subquery" and j == 0:
+        if style in ("subquery", "cte") and j == 0:
             inner_where = f" WHERE {draw(predicates(t.all))}" if draw(st.booleans()) else ""
-            return f"(SELECT {', '.join(t.all)} FROM {t.name}{inner_where}) AS {alias}"
+            body = f"(SELECT {', '.join(t.all)} FROM {t.name}{inner_where})"
+            if style == "cte":
+                with_clause = f"WITH c0 AS {body} "
+                return f"c0 AS {alias}"
+            return f"{body} AS {alias}"
         return f"{t.name} AS {alias}"
 
     if style == "comma":
@@ -137,7 +143,7 @@ def views(draw, tables: list[Tbl]):
             tail += " HAVING " + draw(st.sampled_from(["count(*) > 1", f"sum({draw(st.sampled_from(all_cols))}) > 2",
                                                           f"min({draw(st.sampled_from(all_cols))}) IS NOT NULL"]))
     select = "SELECT DISTINCT" if shape == "distinct" else "SELECT"
-    sql = f"{select} {', '.join(outs)} FROM {frm}"
+    sql = f"{with_clause}{select} {', '.join(outs)} FROM {frm}"
     if where:
         sql += " WHERE " + " AND ".join(where)
     return sql + tail, names

@@ -154,3 +154,30 @@ def test_global_aggregate_keeps_exactly_one_row(engine, db):
     db.execute("INSERT INTO parts VALUES ('P9', 5)")
     engine.maintain("totals")
     assert_equal_multiset(db, "totals", sql, ["n", "s", "lo", "a"])
+
+
+def test_ctes_are_inlined_including_one_used_twice(engine, db):
+    setup(db)
+    sql = ("WITH phones AS (SELECT did FROM devices WHERE category = 'phone'), "
+           "links AS (SELECT dp.did, dp.pid FROM devices_parts dp WHERE dp.pid <> 'P0') "
+           "SELECT l1.did, l2.did AS other, p.price FROM links l1 JOIN links l2 ON l1.pid = l2.pid "
+           "JOIN parts p ON p.pid = l1.pid JOIN phones ph ON ph.did = l1.did")
+    for strategy in ("id", "tuple"):
+        engine.register_view(f"shared_{strategy}", sql, strategy=strategy)
+    db.execute("UPDATE devices SET category = 'phone' WHERE did = 'D3'")
+    db.execute("INSERT INTO devices_parts VALUES ('D3', 'P1')")
+    db.execute("UPDATE parts SET price = 1 WHERE pid = 'P1'")
+    engine.maintain()
+    for strategy in ("id", "tuple"):
+        assert_equal_multiset(db, f"shared_{strategy}", sql, ["did", "other", "price"])
+
+
+def test_joined_subquery_that_itself_joins_is_refused_clearly(engine, db):
+    setup(db)
+    sql = ("SELECT x.did, p.price FROM parts p JOIN (SELECT dp.did, dp.pid FROM devices_parts dp "
+           "JOIN devices d ON d.did = dp.did) x ON x.pid = p.pid")
+    try:
+        engine.register_view("nested", sql)
+        raise AssertionError("expected a refusal")
+    except Exception as e:  # noqa: BLE001 - asserting the message
+        assert "this subquery in FROM (it could not be merged into the outer query)" in str(e)

@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError
 from sqlglot.optimizer.merge_subqueries import merge_subqueries
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
@@ -21,6 +22,7 @@ from ..algebra.plan import Aggregate, Join, Node, Project, Scan, Select
 from ..errors import IdivmError, UnknownObject, UnsupportedQuery
 from .aggregates import build_aggregate, has_aggregation
 from .checks import check_deterministic, check_statement, refuse
+from .ctes import inline_ctes
 from .reflect import TableInfo, reflect_table
 
 
@@ -63,7 +65,9 @@ def _conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
 
 
 def compile_view_sql(conn: Connection, sql: str) -> CompiledView:
-    tree = parse_one(sql)
+    tree = normalize_identifiers(parse_one(sql), dialect="postgres")
+    if isinstance(tree, exp.Select):
+        tree = inline_ctes(tree)
     select = check_statement(tree)
     _require_names(select)
 

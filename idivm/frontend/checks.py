@@ -24,7 +24,6 @@ _REFUSED: tuple[tuple[type[exp.Expression], str], ...] = (
     (exp.Offset, "OFFSET"),
     (exp.Fetch, "FETCH"),
     (exp.Order, "ORDER BY"),
-    (exp.With, "WITH (common table expressions)"),
     (exp.Lateral, "LATERAL"),
     (exp.Values, "VALUES lists"),
     (exp.Exists, "EXISTS subqueries"),
