@@ -5,18 +5,17 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .algebra.plan import format_plan, scans
 from .capture import drop_capture, ensure_capture
 from .catalog.migrate import catalog_installed, upgrade_catalog
-from .compile import compile_script
-from .compile.diff_schemas import base_diff_schemas
-from .algebra.plan import Aggregate
-from .compile.aggregate import AggregateTarget, aggregate_script, cache_name
-from .compile.materialize import create_aggregate_tables, create_spj_table
-from .compile.render import Target
+from .algebra.plan import BRANCH_COLUMN, Aggregate, Union
+from .compile.aggregate import cache_name
+from .compile.materialize import create_tables
+from .compile.targets import build_script, diff_schemas_of, make_target
 from .compile.strategies import STRATEGIES
 from .dsn import resolve_dsn, sqlalchemy_url
 from .errors import IdivmError, UnknownObject
@@ -97,13 +96,21 @@ class Engine:
                 schema = conn.execute(sa.text("SELECT current_schema()")).scalar()
             conn.rollback()
         tables = {(s.table.schema, s.table.name): s.table for s in scans(compiled.spj)}
-        with self.sa.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
-            with conn.begin():
-                # Block writers before the snapshot is taken: no change can slip between the
-                # initial materialization and the first logged change.
-                for s, t in sorted(tables):
-                    run(conn, f"LOCK TABLE {qualified(s, t)} IN SHARE ROW EXCLUSIVE MODE")
-                self._register_locked(conn, schema, view, sql, strategy, minimized)
+        try:
+            with self.sa.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
+                with conn.begin():
+                    # Block writers before the snapshot is taken: no change can slip between the
+                    # initial materialization and the first logged change.
+                    for s, t in sorted(tables):
+                        run(conn, f"LOCK TABLE {qualified(s, t)} IN SHARE ROW EXCLUSIVE MODE")
+                    self._register_locked(conn, schema, view, sql, strategy, minimized)
+        except psycopg.Error as e:
+            state = (e.sqlstate or "")[:2]
+            if state == "22":  # data exception while filling the view: its own query failed
+                raise IdivmError(f"PostgreSQL could not evaluate the view's query: {_first_line(e)}") from None
+            if state == "42":  # e.g. UNION branches of unmatched types
+                raise IdivmError(f"PostgreSQL rejected the view's query: {_first_line(e)}") from None
+            raise
 
     def _register_locked(self, conn: Connection, schema: str, view: str, sql: str, strategy: str,
                          minimized: bool) -> None:
@@ -122,25 +129,23 @@ class Engine:
             key = (s.table.schema, s.table.name)
             if key not in captured:
                 captured[key] = ensure_capture(conn, s.table)
-        grouped = isinstance(plan, Aggregate)
-        ids = ([["group", k, h] for k, h in zip(plan.keys, plan.id_names)] if grouped
-               else [[i.scan, i.column, i.name] for i in plan.ids])
+        if isinstance(plan, Aggregate):
+            ids = [["group", k, h] for k, h in zip(plan.keys, plan.id_names)]
+        elif isinstance(plan, Union):
+            ids = [[i.scan, i.column, i.name] for b in plan.branches for i in b.ids] + [["union", "b", BRANCH_COLUMN]]
+        else:
+            ids = [[i.scan, i.column, i.name] for i in plan.ids]
         view_id = conn.execute(sa.text(
             "INSERT INTO idivm.views (schema_name, view_name, definition, strategy, output_columns, id_columns, "
             "plan_text, last_snapshot) VALUES (:s, :n, :d, :st, CAST(:o AS json), CAST(:i AS json), :p, "
             "CAST(pg_current_snapshot() AS text)) RETURNING id"
         ), {"s": schema, "n": view, "d": sql, "st": strategy, "o": json.dumps([n for n, _ in plan.outputs]),
             "i": json.dumps(ids), "p": format_plan(plan)}).scalar_one()
-        if grouped:
-            cache = Target(schema="idivm", name=cache_name(view_id), plan=spj, captured=captured)
-            target = AggregateTarget(schema=schema, name=view, view_id=view_id, agg=plan, cache=cache)
-            script = aggregate_script(target, compile_script(cache, strategy, minimized))
-        else:
-            target = Target(schema=schema, name=view, plan=plan, captured=captured)
-            script = compile_script(target, strategy, minimized)
+        target = make_target(schema, view, plan, captured, view_id)
+        script = build_script(target, strategy, minimized)
         for cid in sorted(set(captured.values())):
             conn.execute(sa.text("INSERT INTO idivm.view_inputs VALUES (:v, :c)"), {"v": view_id, "c": cid})
-        for pos, ds in enumerate(base_diff_schemas(spj)):
+        for pos, ds in enumerate(diff_schemas_of(plan)):
             conn.execute(sa.text(
                 "INSERT INTO idivm.diff_schemas VALUES (:v, :p, :a, :c, :k, CAST(:at AS json), :cond, :l)"
             ), {"v": view_id, "p": pos, "a": ds.scan, "c": captured[(ds.table.schema, ds.table.name)], "k": ds.kind,
@@ -150,10 +155,7 @@ class Engine:
                          {"v": view_id, "p": pos, "ph": st.phase, "pu": st.purpose, "sql": st.sql})
         for pos, text in enumerate(script.derivations):
             conn.execute(sa.text("INSERT INTO idivm.derivations VALUES (:v, :p, :t)"), {"v": view_id, "p": pos, "t": text})
-        if grouped:
-            create_aggregate_tables(conn, target)
-        else:
-            create_spj_table(conn, target)
+        create_tables(conn, target)
         note = string_literal(f"maintained by idivm ({strategy}): {sql}")
         run(conn, f"COMMENT ON TABLE {qualified(schema, view)} IS {note}")
 
@@ -238,6 +240,10 @@ class Engine:
                     "SELECT 1 FROM idivm.view_inputs WHERE captured_table_id = :c"), {"c": cid}).first()
                 if not still:
                     drop_capture(conn, cid)
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
 def _indent(text: str) -> str:

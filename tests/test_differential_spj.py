@@ -21,7 +21,7 @@ import idivm
 from helpers import assert_equal_multiset
 
 EXAMPLES = int(os.environ.get("IDIVM_TEST_EXAMPLES", "120"))
-STATS = {"grouped_or_distinct": 0, "examples": 0, "rounds": 0, "transactions": 0, "statements": 0, "aborted": 0, "max_view_rows": 0}
+STATS = {"grouped_or_distinct": 0, "unions": 0, "examples": 0, "rounds": 0, "transactions": 0, "statements": 0, "aborted": 0, "max_view_rows": 0}
 
 
 @dataclass
@@ -68,11 +68,19 @@ def predicates(draw, cols: list[str], depth: int = 0):
 
 
 @st.composite
-def views(draw, tables: list[Tbl]):
+def views(draw, tables: list[Tbl], shape: str | None = None, n_outputs: int | None = None):
+    if shape is None:
+        shape = draw(st.sampled_from(["spj"] * 5 + ["group"] * 3 + ["distinct", "union"]))
+    if shape == "union":
+        first, names = draw(views(tables, "spj-branch"))
+        rest = [draw(views(tables, "spj-branch", len(names)))[0] for _ in range(draw(st.integers(1, 2)))]
+        op = draw(st.sampled_from([" UNION ALL ", " UNION ALL ", " UNION "]))
+        return op.join([first] + rest), names
     n = draw(st.integers(1, 3))
     scans = [(f"s{j}", draw(st.sampled_from(tables))) for j in range(n)]
     qual = lambda j, col: f"{scans[j][0]}.{col}"  # noqa: E731
-    style = draw(st.sampled_from(["on", "on", "comma", "subquery", "cte", "using", "natural"]))
+    styles = ["on", "on", "comma", "subquery", "cte", "using", "natural"]
+    style = draw(st.sampled_from(styles[:-3] if shape == "spj-branch" else styles))
     with_clause = ""
     joins, where = [], []
     for j in range(1, n):
@@ -90,10 +98,10 @@ def views(draw, tables: list[Tbl]):
     for _ in range(draw(st.integers(0, 2))):
         where.append(draw(predicates(all_cols)))
     outs = []
-    for i in range(draw(st.integers(1, 4))):
+    for i in range(n_outputs or draw(st.integers(1, 4))):
         a, b = draw(st.sampled_from(all_cols)), draw(st.sampled_from(all_cols))
-        e = draw(st.sampled_from([a, a, f"{a} + {b}", f"COALESCE({a}, -1)",
-                                  f"CASE WHEN {a} IS NULL THEN 'n' ELSE 'v' END", f"{a} * 2"]))
+        text_expr = [] if shape == "spj-branch" else [f"CASE WHEN {a} IS NULL THEN 'n' ELSE 'v' END"]
+        e = draw(st.sampled_from([a, a, f"{a} + {b}", f"COALESCE({a}, -1)", f"{a} * 2"] + text_expr))
         outs.append(f"{e} AS o{i}")
 
     def source(j):
@@ -121,7 +129,6 @@ def views(draw, tables: list[Tbl]):
         for j in range(1, n):
             on = " AND ".join(joins[j - 1]) or "TRUE"
             frm += f" JOIN {source(j)} ON {on}" if joins[j - 1] else f" CROSS JOIN {source(j)}"
-    shape = draw(st.sampled_from(["spj"] * 5 + ["group"] * 3 + ["distinct"]))
     names = [f"o{i}" for i in range(len(outs))]
     tail = ""
     if shape == "distinct":
@@ -250,6 +257,7 @@ def test_random_spj_views_equal_recomputation(module_db, scenario):
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
             engine.close()
     STATS["examples"] += 1
+    STATS["unions"] += " UNION " in view_sql
     STATS["grouped_or_distinct"] += (" GROUP BY " in view_sql or "count(" in view_sql or "SELECT DISTINCT" in view_sql
                                      or "sum(" in view_sql or "min(" in view_sql or "max(" in view_sql or "avg(" in view_sql)
 

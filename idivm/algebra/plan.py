@@ -7,7 +7,7 @@ modules in ``idivm.rules`` give each its i-diff propagation rules.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Union
+from typing import Iterator
 
 from sqlglot import exp
 
@@ -63,6 +63,24 @@ class Project:
     stable: frozenset[str] = frozenset()
 
 
+@dataclass
+class Union:
+    """Bag union of SPJ branches (UNION ALL, footnote 2 of the paper).
+
+    Rows carry the branch attribute b (hidden column ``__idivm_b``); the IDs are the
+    union of the branches' IDs plus b (Table 1). Each branch keeps its own hidden ID
+    columns (NULL in other branches' rows) and is maintained by its own rules."""
+
+    branches: list[Project]
+
+    @property
+    def outputs(self) -> list[tuple[str, exp.Expression]]:
+        return self.branches[0].outputs
+
+
+BRANCH_COLUMN = "__idivm_b"
+
+
 AGG_MARK = "\x00cache\x00"  # table name of placeholders for intermediate-cache columns
 
 
@@ -79,7 +97,7 @@ class Aggregate:
     keys ``g<i>`` and the aggregate arguments ``a<j>``; ``outputs`` and ``having`` are written
     over cache placeholders (``cache_ref``). The view's IDs are the group keys (Table 1)."""
 
-    cache: Project
+    cache: "Project | Union"
     keys: list[str]  # cache columns that are group keys, in GROUP BY order
     outputs: list[tuple[str, exp.Expression]]
     having: exp.Expression | None = None
@@ -89,12 +107,14 @@ class Aggregate:
         return [f"__idivm_{k}" for k in self.keys]
 
 
-Node = Union[Scan, Join, Select, Project]
+Node = "Scan | Join | Select | Project | Union"
 
 
 def children(node: Node) -> list[Node]:
     if isinstance(node, Scan):
         return []
+    if isinstance(node, Union):
+        return list(node.branches)
     if isinstance(node, Join):
         return [node.left, node.right]
     return [node.child]
@@ -158,6 +178,12 @@ def format_plan(node, indent: int = 0) -> str:
             f"{pad}    INTERMEDIATE CACHE (an SPJ view maintained by the rules below)",
             format_plan(node.cache, indent + 3),
         ])
+    if isinstance(node, Union):
+        parts = [f"{pad}UNION ALL  IDs: {{b, " + ", ".join(i.name for b in node.branches for i in b.ids) + "}"]
+        for k, b in enumerate(node.branches, 1):
+            parts.append(f"{pad}  branch b = {k}:")
+            parts.append(format_plan(b, indent + 2))
+        return "\n".join(parts)
     if isinstance(node, Scan):
         head = f"{pad}SCAN {node.table.qualified} AS {node.alias}  IDs: {_ids(node.ids)}"
     elif isinstance(node, Join):

@@ -5,6 +5,7 @@ from ..algebra.plan import scans
 from ..sqltext import ident, run
 from .aggregate import AggregateTarget, group_select
 from .render import Target, full_query
+from .union import UnionTarget, create_union_table
 
 
 def create_spj_table(conn, target: Target) -> None:
@@ -21,9 +22,15 @@ def create_spj_table(conn, target: Target) -> None:
         run(conn, f"CREATE INDEX ON {target.table} ({', '.join(ident(c) for c in stable)})")
 
 
-def create_aggregate_tables(conn, t: AggregateTarget) -> None:
-    create_spj_table(conn, t.cache)
-    run(conn, f"CREATE TABLE {t.table} AS\n{group_select(t, restrict=False)}")
-    if t.agg.keys:
-        cols = ", ".join(ident(c) for c in t.agg.id_names)
-        run(conn, f"CREATE UNIQUE INDEX ON {t.table} ({cols}) NULLS NOT DISTINCT")
+def create_tables(conn, target) -> None:
+    """Create and fill whatever a target consists of (SPJ view, UNION ALL, grouped view + cache)."""
+    if isinstance(target, AggregateTarget):
+        create_tables(conn, target.cache)
+        run(conn, f"CREATE TABLE {target.table} AS\n{group_select(target, restrict=False)}")
+        if target.agg.keys:
+            cols = ", ".join(ident(c) for c in target.agg.id_names)
+            run(conn, f"CREATE UNIQUE INDEX ON {target.table} ({cols}) NULLS NOT DISTINCT")
+    elif isinstance(target, UnionTarget):
+        create_union_table(conn, target)
+    else:
+        create_spj_table(conn, target)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from ..algebra.plan import IdColumn, Project, refs, scans
+from ..algebra.plan import BRANCH_COLUMN, IdColumn, Project, refs, scans
 from ..algebra.tables import TableInfo
 from ..rules.idiff import PRE_MARK, DiffSchema, IDiff
 from ..sqltext import DIALECT, ident, qualified
@@ -33,6 +33,7 @@ class Target:
     name: str
     plan: Project
     captured: dict[tuple[str, str], int]  # (schema, table) -> captured table id
+    branch: int | None = None  # UNION ALL branch number b, whose rows this target maintains
 
     @property
     def table(self) -> str:
@@ -58,7 +59,8 @@ class Target:
 
     @property
     def columns(self) -> list[str]:
-        return [n for n, _ in self.plan.outputs] + [i.name for i in self.plan.ids]
+        return [n for n, _ in self.plan.outputs] + [i.name for i in self.plan.ids] + (
+            [BRANCH_COLUMN] if self.branch is not None else [])
 
 
 def bind_with(mapping: dict[str, tuple[str, str]], pre_alias: str | None = None):
@@ -117,9 +119,13 @@ def insert_rows(target: Target, origin: str, joined: list[str], filters: list[st
     outs = [f"{bind(e)} AS {ident(n)}" for n, e in target.plan.outputs]
     outs += [f"{_id_value(target, i, origin if id_image else None, id_image or 'post')} AS {ident(i.name)}"
              for i in target.plan.ids]
+    if target.branch is not None:
+        outs.append(f"{int(target.branch)} AS {ident(BRANCH_COLUMN)}")
     froms = [from_sql or f"{target.delta_of(origin)} AS {ident(DIFF_ALIAS)}"] + [target.base(j) for j in joined]
     cols = ", ".join(ident(c) for c in target.columns)
     conflict = ", ".join(ident(i.name) for i in target.plan.ids)
+    if target.branch is not None:  # the branch's partial unique index
+        conflict += f") WHERE ({ident(BRANCH_COLUMN)} = {int(target.branch)}"
     return (
         f"INSERT INTO {target.table} AS {ident(VIEW_ALIAS)} ({cols})\nSELECT {', '.join(outs)}\n"
         f"FROM {', '.join(froms)}\nWHERE {_where(filters)}\nON CONFLICT ({conflict}) DO NOTHING"
@@ -165,13 +171,20 @@ def render_idiff(target: Target, d: IDiff) -> tuple[int, str]:
     )
 
 
-def full_query(target: Target) -> str:
-    """The defining query extended with hidden IDs, over post-state base tables (initial materialization)."""
+def full_query(target: Target, all_ids: list[tuple[str, str]] | None = None) -> str:
+    """The defining query extended with hidden IDs, over post-state base tables (initial materialization).
+
+    For a UNION ALL branch, all_ids lists every branch's ID columns with their types: other
+    branches' are typed NULLs here (an untyped NULL would resolve to text across branches)."""
     from ..algebra.plan import conjuncts_below
 
     bind = binder(target, None)
     outs = [f"{bind(e)} AS {ident(n)}" for n, e in target.plan.outputs]
-    outs += [f"{ident(target.scan_alias[i.scan])}.{ident(i.column)} AS {ident(i.name)}" for i in target.plan.ids]
+    own = {i.name: f"{ident(target.scan_alias[i.scan])}.{ident(i.column)}" for i in target.plan.ids}
+    for n, sql_type in all_ids or [(n, "") for n in own]:
+        outs.append(f"{own.get(n) or f'CAST(NULL AS {sql_type})'} AS {ident(n)}")
+    if target.branch is not None:
+        outs.append(f"{int(target.branch)} AS {ident(BRANCH_COLUMN)}")
     froms = [target.base(s.alias) for s in scans(target.plan)]
     where = [bind(c) for c in conjuncts_below(target.plan)]
     return f"SELECT {', '.join(outs)}\nFROM {', '.join(froms)}\nWHERE {_where(where)}"

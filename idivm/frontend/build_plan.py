@@ -18,10 +18,11 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
 from ..algebra.ids import infer_ids
-from ..algebra.plan import Aggregate, Join, Node, Project, Scan, Select
+from ..algebra.ids import hidden_name
+from ..algebra.plan import Aggregate, Join, Node, Project, Scan, Select, Union, cache_ref
 from ..errors import IdivmError, UnknownObject, UnsupportedQuery
 from .aggregates import build_aggregate, has_aggregation
-from .checks import check_deterministic, check_statement, refuse
+from .checks import check_deterministic, check_statement, refuse, union_branches
 from .ctes import inline_ctes
 from .reflect import TableInfo, reflect_table
 
@@ -29,12 +30,12 @@ from .reflect import TableInfo, reflect_table
 @dataclass
 class CompiledView:
     sql: str
-    plan: Project | Aggregate  # Aggregate: the view is grouped; its cache is an SPJ Project
+    plan: Project | Union | Aggregate  # Aggregate: the view is grouped; its cache is a Project or Union
     tables: dict[str, TableInfo]  # scan alias -> table
 
     @property
-    def spj(self) -> Project:
-        """The SPJ plan maintained by the i-diff rules: the view itself, or its intermediate cache."""
+    def spj(self) -> Project | Union:
+        """The plan maintained by the i-diff rules: the view itself, or its intermediate cache."""
         return self.plan.cache if isinstance(self.plan, Aggregate) else self.plan
 
 
@@ -65,12 +66,44 @@ def _conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
 
 
 def compile_view_sql(conn: Connection, sql: str) -> CompiledView:
-    tree = normalize_identifiers(parse_one(sql), dialect="postgres")
-    if isinstance(tree, exp.Select):
-        tree = inline_ctes(tree)
-    select = check_statement(tree)
-    _require_names(select)
+    tree = inline_ctes(normalize_identifiers(parse_one(sql), dialect="postgres"))
+    union = union_branches(tree)
+    if union is None:
+        plan, aliases = _compile_select(conn, check_statement(tree), first=True)
+        return CompiledView(sql=sql, plan=plan, tables=aliases)
+    selects, distinct = union
+    branches: list[Project] = []
+    aliases: dict[str, TableInfo] = {}
+    for k, branch in enumerate(selects, 1):
+        plan, more = _compile_select(conn, check_statement(branch), first=k == 1)
+        aliases.update(more)
+        if not isinstance(plan, Project):
+            raise refuse("GROUP BY, aggregates or DISTINCT inside a UNION branch")
+        if branches and len(plan.outputs) != len(branches[0].outputs):
+            raise UnsupportedQuery(f"each UNION branch must have the same number of columns: branch {k} has "
+                                   f"{len(plan.outputs)}, branch 1 has {len(branches[0].outputs)}")
+        names = [n for n, _ in (branches[0] if branches else plan).outputs]
+        plan.outputs = [(n, e) for n, (_, e) in zip(names, plan.outputs)]
+        for pos, i in enumerate(plan.ids):  # IDs of different branches never share a column
+            i.name = hidden_name(f"b{k}_{i.scan}", i.column, pos + 1000 * k)
+        branches.append(plan)
+    if not distinct:
+        return CompiledView(sql=sql, plan=Union(branches=branches), tables=aliases)
+    # UNION = DISTINCT over UNION ALL: group on every output column, over the union as the cache
+    names = [n for n, _ in branches[0].outputs]
+    keys = [f"g{i}" for i in range(len(names))]
+    for b in branches:
+        b.outputs = [(k, e) for k, (_, e) in zip(keys, b.outputs)]
+        b.stable = frozenset(keys)
+    agg = Aggregate(cache=Union(branches=branches), keys=keys,
+                    outputs=[(n, cache_ref(k)) for n, k in zip(names, keys)])
+    return CompiledView(sql=sql, plan=agg, tables=aliases)
 
+
+def _compile_select(conn: Connection, select: exp.Select, first: bool) -> tuple[Project | Aggregate, dict]:
+    """One SELECT (a whole view, or a UNION branch) -> its plan and scan aliases."""
+    if first:
+        _require_names(select)
     infos: dict[tuple[str, str], TableInfo] = {}
     for table in select.find_all(exp.Table):
         info = reflect_table(conn, table.db or None, table.name)
@@ -115,12 +148,11 @@ def compile_view_sql(conn: Connection, sql: str) -> CompiledView:
         outputs.append((name, e.this if isinstance(e, exp.Alias) else e))
     seen: set[str] = set()
     for name, _ in outputs:
-        if name in seen:
+        if first and name in seen:
             raise UnsupportedQuery(f'output column "{name}" appears twice; give the columns distinct names with AS')
         seen.add(name)
     if has_aggregation(tree):
         agg = build_aggregate(tree, node, outputs)
         infer_ids(agg.cache)
-        return CompiledView(sql=sql, plan=agg, tables=aliases)
-    plan = infer_ids(Project(child=node, outputs=outputs))
-    return CompiledView(sql=sql, plan=plan, tables=aliases)
+        return agg, aliases
+    return infer_ids(Project(child=node, outputs=outputs)), aliases

@@ -37,6 +37,31 @@ def refuse(construct: str) -> UnsupportedQuery:
     return UnsupportedQuery(f"{construct} not supported in maintained views yet; {SUPPORTED}")
 
 
+def union_branches(tree: exp.Expression) -> tuple[list[exp.Select], bool] | None:
+    """(branches, distinct) of a UNION [ALL] tree, None if tree is no union.
+
+    `a UNION ALL b UNION c` is distinct as a whole; a distinct union nested under UNION ALL is refused."""
+    if not isinstance(tree, exp.Union) or isinstance(tree, (exp.Except, exp.Intersect)):
+        return None
+    for clause in ("order", "limit", "offset"):
+        if tree.args.get(clause):
+            raise refuse(f"{clause.upper()} on a set operation")
+    distinct = bool(tree.args.get("distinct"))
+    branches: list[exp.Select] = []
+    for side in (tree.left, tree.right):
+        side = side.unnest() if isinstance(side, exp.Subquery) else side
+        inner = union_branches(side)
+        if inner is None:
+            if isinstance(side, (exp.Except, exp.Intersect)):
+                raise refuse(f"{side.key.upper()} (set operations)")
+            branches.append(side)
+        else:
+            if inner[1] and not distinct:
+                raise refuse("UNION (distinct) nested inside UNION ALL")
+            branches += inner[0]
+    return branches, distinct
+
+
 def check_statement(tree: exp.Expression) -> exp.Select:
     """The statement is a single SELECT of the supported shape."""
     if isinstance(tree, (exp.Union, exp.Except, exp.Intersect)):

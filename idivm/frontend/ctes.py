@@ -12,6 +12,8 @@ from .checks import refuse
 
 
 def inline_ctes(tree: exp.Expression) -> exp.Expression:
+    if not isinstance(tree, (exp.Select, exp.Union)):
+        return tree
     with_ = tree.args.get("with") or tree.args.get("with_")
     if with_ is None:
         return tree

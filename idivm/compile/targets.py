@@ -1,0 +1,43 @@
+"""From a view's plan to its target tables and Δ-script, for every plan shape.
+
+- Project: an SPJ view maintained by the i-diff rules.
+- Union: UNION ALL, one SPJ Δ-script per branch.
+- Aggregate: a grouped view (GROUP BY / DISTINCT / UNION) over an intermediate
+  cache, which is itself a Project or a Union.
+"""
+from __future__ import annotations
+
+from ..algebra.plan import Aggregate, Project, Union
+from .aggregate import AggregateTarget, aggregate_script, cache_name
+from .diff_schemas import base_diff_schemas
+from .render import Target
+from .script import DeltaScript
+from .strategies import compile_script
+from .union import UnionTarget, union_script
+
+
+def make_target(schema: str, name: str, plan, captured: dict, view_id: int):
+    if isinstance(plan, Aggregate):
+        cache = make_target("idivm", cache_name(view_id), plan.cache, captured, view_id)
+        return AggregateTarget(schema=schema, name=name, view_id=view_id, agg=plan, cache=cache)
+    if isinstance(plan, Union):
+        return UnionTarget(schema=schema, name=name, union=plan, captured=captured)
+    return Target(schema=schema, name=name, plan=plan, captured=captured)
+
+
+def build_script(target, strategy: str, minimized: bool = True) -> DeltaScript:
+    if isinstance(target, AggregateTarget):
+        return aggregate_script(target, build_script(target.cache, strategy, minimized))
+    if isinstance(target, UnionTarget):
+        return union_script(target, lambda b: compile_script(b, strategy, minimized))
+    return compile_script(target, strategy, minimized)
+
+
+def diff_schemas_of(plan):
+    """Base-table i-diff schemas of every SPJ part of a plan."""
+    if isinstance(plan, Aggregate):
+        return diff_schemas_of(plan.cache)
+    if isinstance(plan, Union):
+        return [s for b in plan.branches for s in base_diff_schemas(b)]
+    assert isinstance(plan, Project)
+    return base_diff_schemas(plan)
