@@ -9,7 +9,7 @@ import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .algebra.plan import format_plan, scans
+from .algebra.plan import base_tables, format_plan
 from .capture import drop_capture, ensure_capture
 from .catalog.migrate import catalog_installed, upgrade_catalog
 from .algebra.plan import BRANCH_COLUMN, Aggregate, Union
@@ -95,7 +95,7 @@ class Engine:
             if schema is None:
                 schema = conn.execute(sa.text("SELECT current_schema()")).scalar()
             conn.rollback()
-        tables = {(s.table.schema, s.table.name): s.table for s in scans(compiled.spj)}
+        tables = {(t.schema, t.name): t for t in base_tables(compiled.spj)}
         try:
             with self.sa.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
                 with conn.begin():
@@ -125,10 +125,9 @@ class Engine:
             raise UnknownObject(f'schema "{schema}" does not exist')
         plan, spj = compiled.plan, compiled.spj
         captured = {}
-        for s in scans(spj):
-            key = (s.table.schema, s.table.name)
-            if key not in captured:
-                captured[key] = ensure_capture(conn, s.table)
+        for t in base_tables(spj):
+            if (t.schema, t.name) not in captured:
+                captured[(t.schema, t.name)] = ensure_capture(conn, t)
         if isinstance(plan, Aggregate):
             ids = [["group", k, h] for k, h in zip(plan.keys, plan.id_names)]
         elif isinstance(plan, Union):

@@ -21,7 +21,7 @@ import idivm
 from helpers import assert_equal_multiset
 
 EXAMPLES = int(os.environ.get("IDIVM_TEST_EXAMPLES", "120"))
-STATS = {"grouped_or_distinct": 0, "unions": 0, "examples": 0, "rounds": 0, "transactions": 0, "statements": 0, "aborted": 0, "max_view_rows": 0}
+STATS = {"grouped_or_distinct": 0, "unions": 0, "subqueries": 0, "examples": 0, "rounds": 0, "transactions": 0, "statements": 0, "aborted": 0, "max_view_rows": 0}
 
 
 @dataclass
@@ -97,6 +97,22 @@ def views(draw, tables: list[Tbl], shape: str | None = None, n_outputs: int | No
     all_cols = [qual(j, c) for j in range(n) for c in scans[j][1].all]
     for _ in range(draw(st.integers(0, 2))):
         where.append(draw(predicates(all_cols)))
+    if draw(st.integers(0, 3)) == 0:  # a semijoin / antijoin over one table, maybe correlated
+        t = draw(st.sampled_from(tables))
+        inner = [f"q.{c}" for c in t.all]
+        conds = []
+        if draw(st.booleans()):
+            conds.append(f"{draw(st.sampled_from(inner))} {draw(st.sampled_from(['=', '<', '<>']))} "
+                         f"{draw(st.sampled_from(all_cols))}")
+        if draw(st.booleans()):
+            conds.append(draw(predicates(inner)))
+        sub_where = f" WHERE {' AND '.join(conds)}" if conds else ""
+        kind = draw(st.sampled_from(["EXISTS", "NOT EXISTS", "IN", "NOT IN"]))
+        if kind.endswith("EXISTS"):
+            where.append(f"{kind} (SELECT 1 FROM {t.name} AS q{sub_where})")
+        else:
+            lhs = draw(st.sampled_from(all_cols))
+            where.append(f"{lhs} {kind} (SELECT {draw(st.sampled_from(inner))} FROM {t.name} AS q{sub_where})")
     outs = []
     for i in range(n_outputs or draw(st.integers(1, 4))):
         a, b = draw(st.sampled_from(all_cols)), draw(st.sampled_from(all_cols))
@@ -228,6 +244,7 @@ def test_random_spj_views_equal_recomputation(module_db, scenario):
         qualified_sql = view_sql
         for t in tables:
             qualified_sql = qualified_sql.replace(f" {t.name} AS", f" {schema}.{t.name} AS").replace(
+                f"FROM {t.name} AS q", f"FROM {schema}.{t.name} AS q").replace(
                 f"FROM {t.name} WHERE", f"FROM {schema}.{t.name} WHERE").replace(f"FROM {t.name})", f"FROM {schema}.{t.name})")
         names = [f"{schema}.v_id", f"{schema}.v_tuple", f"{schema}.v_id_unminimized"]
         try:
@@ -258,6 +275,7 @@ def test_random_spj_views_equal_recomputation(module_db, scenario):
             engine.close()
     STATS["examples"] += 1
     STATS["unions"] += " UNION " in view_sql
+    STATS["subqueries"] += "(SELECT 1 FROM" in view_sql or " IN (SELECT" in view_sql
     STATS["grouped_or_distinct"] += (" GROUP BY " in view_sql or "count(" in view_sql or "SELECT DISTINCT" in view_sql
                                      or "sum(" in view_sql or "min(" in view_sql or "max(" in view_sql or "avg(" in view_sql)
 

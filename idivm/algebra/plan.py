@@ -50,6 +50,37 @@ class IdColumn:
 
 
 @dataclass
+class SubqueryPredicate:
+    """An EXISTS or IN subquery over one base table R in the view's WHERE (semijoin/antijoin).
+
+    Its conjunct stays in the plan as an opaque condition for the rules of the other
+    operators; changes of R itself affect the outer rows that ``affected`` selects (see
+    compile/semijoin.py). ``alias`` is idivm's own alias for R inside the subquery."""
+
+    alias: str
+    table: TableInfo
+    where: exp.Expression | None  # the subquery's WHERE, over alias and outer scans
+    in_lhs: exp.Expression | None = None  # for `lhs [NOT] IN (SELECT col ...)`
+    in_col: exp.Expression | None = None
+
+    def affected(self) -> exp.Expression:
+        """Outer rows whose membership may change when an R row with these values appears or goes.
+
+        EXISTS: the subquery's condition holds for them. IN: additionally the value matches, or
+        either side is NULL (NOT IN turns NULL for every row once the set holds a NULL)."""
+        parts = [self.where.copy()] if self.where is not None else []
+        if self.in_col is not None:
+            col, lhs = self.in_col, self.in_lhs
+            parts.append(exp.Paren(this=exp.or_(
+                exp.NullSafeEQ(this=col.copy(), expression=lhs.copy()),
+                exp.Is(this=col.copy(), expression=exp.Null()),
+                exp.Is(this=lhs.copy(), expression=exp.Null()))))
+        if not parts:
+            return exp.true()
+        return exp.and_(*[exp.Paren(this=p) for p in parts])
+
+
+@dataclass
 class Project:
     """Generalized projection; after pass 1 it also outputs the hidden ID columns.
 
@@ -61,6 +92,7 @@ class Project:
     outputs: list[tuple[str, exp.Expression]]
     ids: list[IdColumn] = field(default_factory=list)
     stable: frozenset[str] = frozenset()
+    subqueries: list[SubqueryPredicate] = field(default_factory=list)
 
 
 @dataclass
@@ -125,6 +157,21 @@ def scans(node: Node) -> list[Scan]:
     if isinstance(node, Scan):
         return [node]
     return [s for c in children(node) for s in scans(c)]
+
+
+def base_tables(node) -> list[TableInfo]:
+    """Every base table a plan reads: its scans and the tables of its EXISTS/IN subqueries."""
+    if hasattr(node, "cache"):
+        return base_tables(node.cache)
+    out = [s.table for s in scans(node)]
+    for n in walk(node):
+        if isinstance(n, Project):
+            out += [q.table for q in n.subqueries]
+    return out
+
+
+def has_subquery(e: exp.Expression) -> bool:
+    return e.find(exp.Exists, exp.Subquery) is not None
 
 
 def walk(node: Node) -> Iterator[Node]:

@@ -75,6 +75,8 @@ def bind_with(mapping: dict[str, tuple[str, str]], pre_alias: str | None = None)
         t = node.table
         if t.startswith(PRE_MARK):
             return exp.column(f"pre__{node.name}", pre_alias or mapping[t[len(PRE_MARK):]][0], quoted=True)
+        if t not in mapping:  # a column of an EXISTS/IN subquery's own table: stays as written
+            return node
         alias, prefix = mapping[t]
         return exp.column(f"{prefix}{node.name}", alias, quoted=True)
 

@@ -16,6 +16,7 @@ from .diff_schemas import base_diff_schemas
 from .minimize import minimize
 from .render import DIFF_ALIAS, VIEW_ALIAS, Target, _where, bind_with, binder, insert_rows, render_idiff
 from .script import DeltaScript, Statement
+from .semijoin import subquery_statements, without_subqueries
 
 STRATEGIES = ("id", "tuple")
 
@@ -29,7 +30,7 @@ def compile_script(target: Target, strategy: str, minimized: bool = True) -> Del
 
 
 def id_script(target: Target, minimized: bool = True) -> DeltaScript:
-    script = DeltaScript(strategy="id")
+    script = DeltaScript(strategy="id", statements=subquery_statements(target))
     for schema in base_diff_schemas(target.plan):
         scan = next(s for s in scans(target.plan) if s.alias == schema.scan)
         for d in instantiate(target.plan, scan, schema):
@@ -90,15 +91,18 @@ def pre_state_view_ids(target: Target, s: str, conds) -> str:
 
 
 def tuple_script(target: Target) -> DeltaScript:
-    script = DeltaScript(strategy="tuple")
+    script = DeltaScript(strategy="tuple", statements=subquery_statements(target))
     conds = conjuncts_below(target.plan)
+    # pre-state tuples are found without EXISTS/IN conjuncts (their table is read in its post-state
+    # here): deleting a superset of the pre-state tuples is safe, the inserts re-derive the rest
+    pre_conds = without_subqueries(conds)
     v, x = ident(VIEW_ALIAS), ident("x")
     match = " AND ".join(f"{v}.{ident(i.name)} = {x}.{ident(i.name)}" for i in target.plan.ids)
     for s in scans(target.plan):
         others = [o.alias for o in scans(target.plan) if o.alias != s.alias]
         script.statements.append(Statement(
             phase=0, purpose=f"D-_V: pre-state view tuples with deleted/updated {s.alias} tuples",
-            sql=f"DELETE FROM {target.table} AS {v}\nUSING (\n  {pre_state_view_ids(target, s.alias, conds)}) AS {x}\nWHERE {match}",
+            sql=f"DELETE FROM {target.table} AS {v}\nUSING (\n  {pre_state_view_ids(target, s.alias, pre_conds)}) AS {x}\nWHERE {match}",
         ))
         bind_post = binder(target, s.alias)
         filters = [f"{ident(DIFF_ALIAS)}.{ident('kind')} IN ('I', 'U')"] + [bind_post(c) for c in conds]

@@ -24,6 +24,7 @@ from ..errors import IdivmError, UnknownObject, UnsupportedQuery
 from .aggregates import build_aggregate, has_aggregation
 from .checks import check_deterministic, check_statement, refuse, union_branches
 from .ctes import inline_ctes
+from .semijoins import extract_subqueries
 from .reflect import TableInfo, reflect_table
 
 
@@ -122,7 +123,7 @@ def _compile_select(conn: Connection, select: exp.Select, first: bool) -> tuple[
     except OptimizeError as e:
         raise UnknownObject(f"{e}".replace("Column", "column").strip()) from None
     tree = merge_subqueries(tree)
-    if tree.find(exp.Subquery):
+    if any(isinstance(sq.parent, (exp.From, exp.Join)) for sq in tree.find_all(exp.Subquery)):
         raise refuse("this subquery in FROM (it could not be merged into the outer query)")
     check_deterministic(conn, tree)
 
@@ -135,6 +136,7 @@ def _compile_select(conn: Connection, select: exp.Select, first: bool) -> tuple[
         aliases[t.alias_or_name] = info
         return Scan(alias=t.alias_or_name, table=info)
 
+    subqueries = extract_subqueries(tree, infos)
     node: Node = scan_of(tree.args["from_"].this if "from_" in tree.args else tree.args["from"].this)
     for j in tree.args.get("joins") or []:
         node = Join(left=node, right=scan_of(j.this), conjuncts=_conjuncts(j.args.get("on")))
@@ -153,6 +155,7 @@ def _compile_select(conn: Connection, select: exp.Select, first: bool) -> tuple[
         seen.add(name)
     if has_aggregation(tree):
         agg = build_aggregate(tree, node, outputs)
+        agg.cache.subqueries = subqueries
         infer_ids(agg.cache)
         return agg, aliases
-    return infer_ids(Project(child=node, outputs=outputs)), aliases
+    return infer_ids(Project(child=node, outputs=outputs, subqueries=subqueries)), aliases

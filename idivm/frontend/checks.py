@@ -26,7 +26,6 @@ _REFUSED: tuple[tuple[type[exp.Expression], str], ...] = (
     (exp.Order, "ORDER BY"),
     (exp.Lateral, "LATERAL"),
     (exp.Values, "VALUES lists"),
-    (exp.Exists, "EXISTS subqueries"),
 )
 
 # Functions whose value may change between maintenances without any table changing.
@@ -83,15 +82,21 @@ def check_statement(tree: exp.Expression) -> exp.Select:
         for part in parts if isinstance(parts, list) else [parts] if parts is not None else []:
             if part.find(exp.AggFunc):
                 raise refuse("aggregates in WHERE or JOIN conditions")
+    where = tree.args.get("where")
+    in_where = {id(n) for n in where.find_all(exp.Exists, exp.In)} if where is not None else set()
+    for node in tree.find_all(exp.Exists):
+        if id(node) not in in_where:
+            raise refuse("EXISTS outside WHERE")
     for node in tree.find_all(exp.In):
-        if node.args.get("query"):
-            raise refuse("IN (subquery)")
+        if node.args.get("query") and id(node) not in in_where:
+            raise refuse("IN (subquery) outside WHERE")
     for sub in tree.find_all(exp.Subquery):
-        if not isinstance(sub.parent, (exp.From, exp.Join)):
-            raise refuse("subqueries outside FROM (in SELECT or WHERE)")
+        if isinstance(sub.parent, (exp.From, exp.Join)) or (isinstance(sub.parent, exp.In) and id(sub.parent) in in_where):
+            continue
+        raise refuse("scalar subqueries (a subquery used as a value)")
     for node in tree.find_all(exp.Select):
-        if node is not tree and not isinstance(node.parent, exp.Subquery):
-            raise refuse("scalar subqueries")
+        if node is not tree and not isinstance(node.parent, (exp.Subquery, exp.Exists)):
+            raise refuse("scalar subqueries (a subquery used as a value)")
     for node in tree.find_all(*_TIME_NODES):
         raise UnsupportedQuery(
             f"{node.sql('postgres')} changes without any table changing, so a maintained view "
