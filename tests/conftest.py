@@ -111,4 +111,5 @@ def pytest_terminal_summary(terminalreporter):
     stats = getattr(pytest, "differential_stats", None)
     if stats:
         terminalreporter.write_line(
-            "differential SPJ test: " + ", ".join(f"{k}={v}" for k, v in stats.items()))
+            "differential test (random views per construct family, maintenance rounds): "
+            + ", ".join(f"{k}={v}" for k, v in stats.items()))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..algebra.plan import SubqueryPredicate, conjuncts_below, refs
+from ..algebra.plan import BRANCH_COLUMN, SubqueryPredicate, conjuncts_below, refs
 from ..sqltext import ident
 from .render import DIFF_ALIAS, VIEW_ALIAS, Target, _where, bind_with, binder, delta_table, insert_rows
 from .script import Statement
@@ -40,6 +40,8 @@ def subquery_statements(target: Target) -> list[Statement]:
         froms = [f"{delta} AS {dd}"] + [target.base(a) for a in related]
         by_id = [f"{ident(target.scan_alias[a])}.{ident(i.column)} = {v}.{ident(i.name)}"
                  for a in related for i in target.ids_of(a)]
+        if target.branch is not None:  # an uncorrelated subquery matches no ID: stay in this branch's rows
+            by_id.append(f"{v}.{ident(BRANCH_COLUMN)} = {int(target.branch)}")
         label = f"Δ[{sq.table.name}] of subquery {sq.alias}"
         out.append(Statement(
             phase=0, purpose=f"{label}: delete the outer rows it may affect, by ID",
