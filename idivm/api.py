@@ -9,16 +9,15 @@ import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .algebra.plan import base_tables, format_plan
 from .capture import drop_capture, ensure_capture
 from .catalog.migrate import catalog_installed, upgrade_catalog
-from .algebra.plan import BRANCH_COLUMN, Aggregate, Union
+from .algebra.plan import BRANCH_COLUMN, Aggregate, Union, base_tables, format_plan
 from .compile.aggregate import cache_name
 from .compile.materialize import create_tables
 from .compile.targets import build_script, diff_schemas_of, make_target
 from .compile.strategies import STRATEGIES
 from .dsn import resolve_dsn, sqlalchemy_url
-from .errors import IdivmError, UnknownObject
+from .errors import IdivmError, UnknownObject, first_line
 from .frontend.build_plan import compile_view_sql, parse_one
 from .maintain.executor import MaintenanceReport, maintain_view, pending_changes
 from .names import parse_name
@@ -107,9 +106,9 @@ class Engine:
         except psycopg.Error as e:
             state = (e.sqlstate or "")[:2]
             if state == "22":  # data exception while filling the view: its own query failed
-                raise IdivmError(f"PostgreSQL could not evaluate the view's query: {_first_line(e)}") from None
+                raise IdivmError(f"PostgreSQL could not evaluate the view's query: {first_line(e)}") from None
             if state == "42":  # e.g. UNION branches of unmatched types
-                raise IdivmError(f"PostgreSQL rejected the view's query: {_first_line(e)}") from None
+                raise IdivmError(f"PostgreSQL rejected the view's query: {first_line(e)}") from None
             raise
 
     def _register_locked(self, conn: Connection, schema: str, view: str, sql: str, strategy: str,
@@ -239,10 +238,6 @@ class Engine:
                     "SELECT 1 FROM idivm.view_inputs WHERE captured_table_id = :c"), {"c": cid}).first()
                 if not still:
                     drop_capture(conn, cid)
-
-
-def _first_line(e: BaseException) -> str:
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
 def _indent(text: str) -> str:

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .errors import IdivmError
+from .errors import IdivmError, first_line
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Incremental maintenance of SQL views over PostgreSQL (ID-based IVM).")
@@ -129,10 +129,10 @@ def main() -> None:
         import sqlalchemy
 
         if isinstance(e, sqlalchemy.exc.OperationalError):
-            print(f"error: cannot reach the database: {_first_line(e.orig)}", file=sys.stderr)
+            print(f"error: cannot reach the database: {first_line(e.orig)}", file=sys.stderr)
             sys.exit(2)
         if isinstance(e, sqlalchemy.exc.DBAPIError):
-            print(f"error: database error: {_first_line(e.orig)}", file=sys.stderr)
+            print(f"error: database error: {first_line(e.orig)}", file=sys.stderr)
             sys.exit(2)
         if hasattr(e, "show") and hasattr(e, "exit_code"):  # the command-line parser's usage errors
             e.show()
@@ -140,8 +140,7 @@ def main() -> None:
         raise
 
 
-def _first_line(e: BaseException) -> str:
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
 
 if __name__ == "__main__":
     main()

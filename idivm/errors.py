@@ -6,6 +6,11 @@ prints it without a traceback.
 """
 
 
+def first_line(e: BaseException) -> str:
+    """The first line of an exception's message (PostgreSQL adds DETAIL/HINT lines)."""
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
 class IdivmError(Exception):
     """A problem the user can fix; the message names it."""
 

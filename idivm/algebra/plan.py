@@ -161,7 +161,7 @@ def scans(node: Node) -> list[Scan]:
 
 def base_tables(node) -> list[TableInfo]:
     """Every base table a plan reads: its scans and the tables of its EXISTS/IN subqueries."""
-    if hasattr(node, "cache"):
+    if isinstance(node, Aggregate):
         return base_tables(node.cache)
     out = [s.table for s in scans(node)]
     for n in walk(node):

@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
@@ -21,6 +22,9 @@ from ..algebra.plan import AGG_MARK, Aggregate
 from ..sqltext import DIALECT, ident, qualified
 from .render import VIEW_ALIAS, Target
 from .script import DeltaScript, Statement
+
+if TYPE_CHECKING:
+    from .union import UnionTarget
 
 CACHE_ALIAS = "c"
 
@@ -31,7 +35,7 @@ class AggregateTarget:
     name: str
     view_id: int
     agg: Aggregate
-    cache: Target
+    cache: "Target | UnionTarget"  # the intermediate cache: an SPJ view or a UNION ALL
 
     @property
     def table(self) -> str:

@@ -1,11 +1,11 @@
 """Initial materialization: the tables a registered view consists of, filled in registration's snapshot."""
 from __future__ import annotations
 
-from ..algebra.plan import scans
+from ..algebra.plan import BRANCH_COLUMN, scans
 from ..sqltext import ident, run
 from .aggregate import AggregateTarget, group_select
 from .render import Target, full_query
-from .union import UnionTarget, create_union_table
+from .union import UnionTarget
 
 
 def create_spj_table(conn, target: Target) -> None:
@@ -13,13 +13,33 @@ def create_spj_table(conn, target: Target) -> None:
     plan = target.plan
     run(conn, f"CREATE TABLE {target.table} AS\n{full_query(target)}")
     run(conn, f"ALTER TABLE {target.table} ADD PRIMARY KEY ({', '.join(ident(i.name) for i in plan.ids)})")
-    # i-diffs identify rows by one scan's IDs: index every scan's ID columns (the first is the key's prefix)
+    index_scan_ids(conn, target.table, plan)
+    index_group_keys(conn, target.table, plan)
+
+
+def index_scan_ids(conn, table: str, plan) -> None:
+    """i-diffs find rows by one scan's IDs: index every scan's ID columns but the first (the key's prefix)."""
     for s in scans(plan)[1:]:
         cols = [i.name for i in plan.ids if i.scan == s.alias]
-        run(conn, f"CREATE INDEX ON {target.table} ({', '.join(ident(c) for c in cols)})")
+        run(conn, f"CREATE INDEX ON {table} ({', '.join(ident(c) for c in cols)})")
+
+
+def index_group_keys(conn, table: str, plan) -> None:
+    """A cache's group keys: the regroup statements look rows up by them."""
     stable = [n for n, _ in plan.outputs if n in plan.stable]
     if stable:
-        run(conn, f"CREATE INDEX ON {target.table} ({', '.join(ident(c) for c in stable)})")
+        run(conn, f"CREATE INDEX ON {table} ({', '.join(ident(c) for c in stable)})")
+
+
+def create_union_table(conn, t: UnionTarget) -> None:
+    """UNION ALL: one table, a partial unique index on each branch's IDs (which also serves lookups)."""
+    selects = [full_query(b, t.all_ids) for b in t.branches]
+    run(conn, f"CREATE TABLE {t.table} AS\n" + "\nUNION ALL\n".join(f"({q})" for q in selects))
+    for b in t.branches:
+        ids = ", ".join(ident(i.name) for i in b.plan.ids)
+        run(conn, f"CREATE UNIQUE INDEX ON {t.table} ({ids}) WHERE ({ident(BRANCH_COLUMN)} = {b.branch})")
+        index_scan_ids(conn, t.table, b.plan)
+    index_group_keys(conn, t.table, t.union.branches[0])  # every branch has the same output names
 
 
 def create_tables(conn, target) -> None:

@@ -83,9 +83,14 @@ def bind_with(mapping: dict[str, tuple[str, str]], pre_alias: str | None = None)
     return lambda e: e.copy().transform(fn).sql(DIALECT)
 
 
+def base_mapping(target: Target) -> dict[str, tuple[str, str]]:
+    """Every scan read from its post-state base table (its alias, no column prefix)."""
+    return {a: (sql_alias, "") for a, sql_alias in target.scan_alias.items()}
+
+
 def binder(target: Target, origin: str | None, image: str = "post"):
     """Origin scan -> its i-diff instance (post- or pre-image columns), other scans -> base-table aliases."""
-    mapping = {a: (sql_alias, "") for a, sql_alias in target.scan_alias.items()}
+    mapping = base_mapping(target)
     if origin is not None:
         mapping[origin] = (DIFF_ALIAS, f"{image}__")
     return bind_with(mapping)
@@ -141,8 +146,7 @@ def render_idiff(target: Target, d: IDiff) -> tuple[int, str]:
     v, dd = ident(VIEW_ALIAS), ident(DIFF_ALIAS)
     if d.kind == "+" and d.semijoined:
         # R^post ⋉_I Δ: the origin's columns come from its base table, matched by key to the i-diff
-        mapping = {a: (sql_alias, "") for a, sql_alias in target.scan_alias.items()}
-        bind_base = bind_with(mapping, pre_alias=DIFF_ALIAS)
+        bind_base = bind_with(base_mapping(target), pre_alias=DIFF_ALIAS)
         alias = ident(target.scan_alias[d.origin])
         keys = [f"{alias}.{ident(k)} = {dd}.{ident('post__' + k)}" for k in target.tables[d.origin].key]
         filters = [schema_filter(d.schema)] + keys + [bind_base(w) for w in d.where]

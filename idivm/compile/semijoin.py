@@ -15,15 +15,15 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..algebra.plan import BRANCH_COLUMN, SubqueryPredicate, conjuncts_below, refs
+from ..algebra.plan import BRANCH_COLUMN, SubqueryPredicate, conjuncts_below, has_subquery, refs
 from ..sqltext import ident
-from .render import DIFF_ALIAS, VIEW_ALIAS, Target, _where, bind_with, binder, delta_table, insert_rows
+from .render import DIFF_ALIAS, VIEW_ALIAS, Target, _where, base_mapping, bind_with, binder, delta_table, insert_rows
 from .script import Statement
 
 
 def _changed(target: Target, sq: SubqueryPredicate) -> str:
     """Changed R rows (pre- or post-image) related to the outer row in scope."""
-    outer = {a: (alias, "") for a, alias in target.scan_alias.items()}
+    outer = base_mapping(target)
     dd = ident(DIFF_ALIAS)
     cond = sq.affected()
     pre = bind_with({**outer, sq.alias: (DIFF_ALIAS, "pre__")})(cond)
@@ -59,6 +59,4 @@ def subquery_statements(target: Target) -> list[Statement]:
 
 
 def without_subqueries(conds: list[exp.Expression]) -> list[exp.Expression]:
-    from ..algebra.plan import has_subquery
-
     return [c for c in conds if not has_subquery(c)]

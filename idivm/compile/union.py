@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..algebra.plan import BRANCH_COLUMN, Union, scans
-from ..sqltext import ident, qualified, run
-from .render import Target, full_query
+from ..algebra.plan import Union, scans
+from ..sqltext import qualified
+from .render import Target
 from .script import DeltaScript
 
 
@@ -51,17 +51,3 @@ def union_script(t: UnionTarget, compile_branch) -> DeltaScript:
             out.statements.append(st)
         out.derivations += [f"branch b = {k}: {d}" for d in s.derivations]
     return out
-
-
-def create_union_table(conn, t: UnionTarget) -> None:
-    selects = [full_query(b, t.all_ids) for b in t.branches]
-    run(conn, f"CREATE TABLE {t.table} AS\n" + "\nUNION ALL\n".join(f"({q})" for q in selects))
-    for b in t.branches:
-        ids = ", ".join(ident(i.name) for i in b.plan.ids)
-        run(conn, f"CREATE UNIQUE INDEX ON {t.table} ({ids}) WHERE ({ident(BRANCH_COLUMN)} = {b.branch})")
-        for s in scans(b.plan)[1:]:
-            cols = [i.name for i in b.plan.ids if i.scan == s.alias]
-            run(conn, f"CREATE INDEX ON {t.table} ({', '.join(ident(c) for c in cols)})")
-    stable = [n for n, _ in t.union.outputs if n in t.union.branches[0].stable]
-    if stable:
-        run(conn, f"CREATE INDEX ON {t.table} ({', '.join(ident(c) for c in stable)})")
