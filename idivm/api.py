@@ -190,9 +190,15 @@ class Engine:
         return result
 
     # -- inspection ------------------------------------------------------------------------
-    def explain(self, name: str) -> str:
+    def explain(self, name: str, unminimized: bool = False) -> str:
+        """The plan, i-diff schemas, rule DAG and Δ-script of a view.
+
+        unminimized=True shows the rule DAG and script as they are before pass 4, compiled afresh
+        from the stored definition (the stored, minimized script is what maintenance runs)."""
         with self.sa.connect() as conn:
             row = self._view(conn, name)
+            if unminimized:
+                return self._explain_unminimized(conn, row)
             schemas = conn.execute(sa.text(
                 "SELECT label FROM idivm.diff_schemas WHERE view_id = :v ORDER BY position"), {"v": row.id}).scalars().all()
             derivs = conn.execute(sa.text(
@@ -212,6 +218,19 @@ class Engine:
         if derivs:
             parts.append("rule DAG (pass 2-4: instantiated rules, composed and minimized):\n" + _indent("\n".join(derivs)))
         parts.append("Δ-script:\n" + _indent(script.format()))
+        return "\n\n".join(parts)
+
+    def _explain_unminimized(self, conn: Connection, row: sa.Row) -> str:
+        compiled = compile_view_sql(conn, row.definition)
+        captured = {(r.schema_name, r.table_name): r.id for r in conn.execute(sa.text(
+            "SELECT c.id, c.schema_name, c.table_name FROM idivm.captured_tables c "
+            "JOIN idivm.view_inputs i ON i.captured_table_id = c.id WHERE i.view_id = :v"), {"v": row.id})}
+        target = make_target(row.schema_name, row.view_name, compiled.plan, captured, row.id)
+        script = build_script(target, row.strategy, minimized=False)
+        parts = [f"view {row.schema_name}.{row.view_name}  (strategy: {row.strategy}), BEFORE minimization (pass 4)"]
+        if script.derivations:
+            parts.append("rule DAG (pass 2-3: instantiated and composed):\n" + _indent("\n".join(script.derivations)))
+        parts.append("Δ-script before minimization:\n" + _indent(script.format()))
         return "\n\n".join(parts)
 
     def list(self) -> list[dict]:

@@ -81,9 +81,10 @@ def verify(name: str):
 
 
 @app.command()
-def explain(name: str):
+def explain(name: str, unminimized: bool = typer.Option(
+        False, "--unminimized", help="show the rule DAG and Δ-script before minimization (pass 4)")):
     """Show the plan with IDs, the base-table i-diff schemas, the rule DAG and the Δ-script."""
-    out.print(_engine().explain(name), markup=False, highlight=False)
+    out.print(_engine().explain(name, unminimized=unminimized), markup=False, highlight=False)
 
 
 @app.command("list")

@@ -87,8 +87,10 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
     joins, where = [], []
     for j in range(1, n):
         conds = []
-        kind = draw(st.sampled_from(["eq", "eq", "eq", "eq2", "lt", "cross"]))
+        kind = draw(st.sampled_from(["eq", "eq", "eq", "eq2", "lt", "cross", "key"]))
         prev = draw(st.integers(0, j - 1))
+        if kind == "key":  # on the whole key of a table with itself or one with the same key: Figure 8's R ⋈_I R
+            conds += [f"{qual(j, k)} = {qual(prev, k)}" for k in scans[j][1].keys if k in scans[prev][1].keys]
         if kind in ("eq", "eq2"):
             conds.append(f"{qual(j, draw(st.sampled_from(scans[j][1].all)))} = {qual(prev, draw(st.sampled_from(scans[prev][1].all)))}")
         if kind == "eq2":
@@ -103,7 +105,10 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
         t = draw(st.sampled_from(tables))
         inner = [f"q.{c}" for c in t.all]
         conds = []
-        if draw(st.booleans()):
+        same = [j for j in range(n) if scans[j][1] is t]
+        if same and draw(st.booleans()):  # correlated on the whole key of an outer scan of t itself
+            conds += [f"q.{k} = {qual(same[0], k)}" for k in t.keys]
+        elif draw(st.booleans()):
             conds.append(f"{draw(st.sampled_from(inner))} {draw(st.sampled_from(['=', '<', '<>']))} "
                          f"{draw(st.sampled_from(all_cols))}")
         if draw(st.booleans()):

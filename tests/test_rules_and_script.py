@@ -5,7 +5,13 @@ import sqlglot
 from sqlglot import exp
 
 from idivm.algebra.tables import TableInfo
-from idivm.compile.minimize import RULES, dedupe_conditions, dedupe_joins, drop_true, minimize, semijoin_to_diff
+from idivm.compile.figure8 import (
+    key_join_to_diff,
+    own_key_subquery_to_filter,
+    semijoin_to_diff,
+    semijoined_delete_is_empty,
+)
+from idivm.compile.minimize import RULES, dedupe_conditions, dedupe_joins, drop_true, minimize
 from idivm.rules.idiff import DiffSchema, IDiff, is_not_true, pre, show
 
 PARTS = TableInfo(schema="public", name="parts", columns=(("pid", "integer"), ("price", "numeric")), key=("pid",))
@@ -22,7 +28,8 @@ def diff(**kw) -> IDiff:
 
 
 def test_minimization_rules_are_listed_in_order():
-    assert RULES == (drop_true, dedupe_conditions, dedupe_joins, semijoin_to_diff)
+    assert RULES == (dedupe_conditions, dedupe_joins, semijoin_to_diff, semijoined_delete_is_empty,
+                     key_join_to_diff, own_key_subquery_to_filter, drop_true)
 
 
 def test_drop_true_removes_only_true():
@@ -71,5 +78,69 @@ def test_semijoin_rewrite_removes_the_base_table_access():
     d = diff(semijoined=True)
     assert "p^post ⋉_I Δ[p]" in d.format()
     m = minimize(d)
-    assert not m.semijoined and m.trail[-1] == "minimize: p^post ⋉_I Δ -> Δ (C3)"
+    assert not m.semijoined and m.trail[-1] == "minimize: p^post ⋉_I Δ -> Δ (C1)"
     assert "⋉" not in m.format()
+
+
+# -- Figure 8, one test per rewrite ------------------------------------------------------------
+
+TABLES = (("p", ("public", "parts")), ("p2", ("public", "parts")), ("d", ("public", "devices")))
+
+
+def test_semijoin_to_diff_under_c3_for_updates():
+    d = diff(kind="u", schema=DiffSchema("p", PARTS, "u", ("price",)), semijoined=True)
+    assert semijoin_to_diff(d).trail[-1] == "minimize: p^post ⋉_I Δ -> Δ (C3)"
+    assert semijoin_to_diff(diff(kind="-", semijoined=True)).semijoined  # not this rule's case
+
+
+def test_semijoined_delete_is_empty_under_c2():
+    assert semijoined_delete_is_empty(diff(kind="-", semijoined=True)) is None
+    assert semijoined_delete_is_empty(diff(kind="-")) is not None
+
+
+def test_key_join_of_an_insert_reads_the_diff():
+    """Δ+ ⋈_I R -> Δ+ (C1): p2 is parts joined on its whole key: its columns come from Δ[p]."""
+    d = diff(joined=("p2", "d"), tables=TABLES,
+             where=(cond("p.pid = p2.pid"), cond("p2.price > 3"), cond("d.pid = p2.pid")))
+    m = key_join_to_diff(d)
+    assert m.joined == ("d",) and m.merged == ("p2",)
+    assert [w.sql() for w in m.where] == ['"p"."price" > 3', 'd.pid = "p"."pid"']
+
+
+def test_key_join_needs_the_whole_key_and_the_same_table():
+    partial = diff(joined=("p2",), tables=TABLES, where=(cond("p.price = p2.price"),))
+    assert key_join_to_diff(partial) is partial
+    other = diff(joined=("d",), tables=TABLES, where=(cond("p.pid = d.pid"),))
+    assert key_join_to_diff(other) is other
+
+
+def test_key_join_of_a_delete_is_empty_under_c2():
+    d = diff(kind="-", schema=DiffSchema("p", PARTS, "-"), joined=("p2",), tables=TABLES,
+             where=(cond("p2.pid = p.pid"),))
+    assert key_join_to_diff(d) is None
+
+
+def test_exists_on_own_key_becomes_a_filter():
+    """Δ+ ⋉_I σφ R -> σφ Δ+ and Δ+ ▷_I σφ R -> σ¬φ Δ+ (C1)."""
+    semi = diff(where=(cond("EXISTS (SELECT 1 FROM public.parts AS s WHERE s.pid = p.pid AND s.price > 3)"),))
+    assert [w.sql() for w in own_key_subquery_to_filter(semi).where] == ['"p"."price" > 3']
+    anti = diff(where=(cond("NOT EXISTS (SELECT 1 FROM public.parts AS s WHERE p.pid = s.pid AND s.price > 3)"),))
+    assert [w.sql() for w in own_key_subquery_to_filter(anti).where] == ['NOT ("p"."price" > 3) IS TRUE']
+    inn = diff(where=(cond("p.pid IN (SELECT s.pid FROM public.parts AS s WHERE s.price > 3)"),))
+    assert [w.sql() for w in own_key_subquery_to_filter(inn).where] == ['"p"."price" > 3']
+
+
+def test_exists_on_own_key_for_deletes_under_c2():
+    """Δ- ⋉_I σφ R -> ∅, Δ- ▷_I σφ R -> Δ-."""
+    sub = "EXISTS (SELECT 1 FROM public.parts AS s WHERE s.pid = p.pid)"
+    dele = dict(kind="-", schema=DiffSchema("p", PARTS, "-"))
+    assert own_key_subquery_to_filter(diff(**dele, where=(cond(sub),))) is None
+    assert own_key_subquery_to_filter(diff(**dele, where=(cond("NOT " + sub),))).where == ()
+
+
+def test_exists_on_another_table_or_column_is_left_alone():
+    for sub in ("EXISTS (SELECT 1 FROM public.devices AS s WHERE s.pid = p.pid)",
+                "EXISTS (SELECT 1 FROM public.parts AS s WHERE s.price = p.price)",
+                "EXISTS (SELECT 1 FROM public.parts AS s WHERE s.pid = p.pid AND s.price > d.x)"):
+        d = diff(where=(cond(sub),))
+        assert own_key_subquery_to_filter(d) is d

@@ -1,16 +1,17 @@
 """Pass 4: semantic minimization of composed i-diffs.
 
-Each rewrite is a pure function IDiff -> IDiff, applied in order (the shape
-of sqlglot's optimizer RULES). Besides removing what composition repeats, it
-applies Figure 8's semijoin rewrite under C3: ``R ⋉_I σ Δu -> σ Δu`` when the
-i-diff carries the post-state of every attribute of R (ours always do: the
-instance stores full pre- and post-images), which removes a base-table access.
+Each rewrite is a pure function ``IDiff -> IDiff | None`` applied in order (the
+shape of sqlglot's optimizer RULES); ``None`` means the i-diff is provably empty
+and its statement is dropped. Here live the rewrites that remove what
+composition repeats; compile/figure8.py holds the paper's semantic rewrites
+under the i-diff constraints C1–C3.
 """
 from __future__ import annotations
 
 from sqlglot import exp
 
 from ..rules.idiff import IDiff
+from . import figure8
 
 
 def drop_true(d: IDiff) -> IDiff:
@@ -37,17 +38,12 @@ def dedupe_joins(d: IDiff) -> IDiff:
     return d if joined == d.joined else d.derive("minimize: dedupe joins", joined=joined, trail=d.trail)
 
 
-def semijoin_to_diff(d: IDiff) -> IDiff:
-    """R^post ⋉_I Δ -> Δ (Figure 8, C3): the i-diff's post-images equal R's rows for its IDs."""
-    if not d.semijoined:
-        return d
-    return d.derive(f"minimize: {d.origin}^post ⋉_I Δ -> Δ (C3)", semijoined=False)
+RULES = (dedupe_conditions, dedupe_joins, *figure8.RULES, drop_true)
 
 
-RULES = (drop_true, dedupe_conditions, dedupe_joins, semijoin_to_diff)
-
-
-def minimize(d: IDiff) -> IDiff:
+def minimize(d: IDiff) -> IDiff | None:
     for rule in RULES:
         d = rule(d)
+        if d is None:
+            return None
     return d

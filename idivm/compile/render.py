@@ -88,11 +88,13 @@ def base_mapping(target: Target) -> dict[str, tuple[str, str]]:
     return {a: (sql_alias, "") for a, sql_alias in target.scan_alias.items()}
 
 
-def binder(target: Target, origin: str | None, image: str = "post"):
-    """Origin scan -> its i-diff instance (post- or pre-image columns), other scans -> base-table aliases."""
+def binder(target: Target, origin: str | None, image: str = "post", merged: tuple[str, ...] = ()):
+    """Origin scan (and scans merged into it by minimization) -> its i-diff instance (post- or
+    pre-image columns), other scans -> base-table aliases."""
     mapping = base_mapping(target)
     if origin is not None:
-        mapping[origin] = (DIFF_ALIAS, f"{image}__")
+        for scan in (origin, *merged):
+            mapping[scan] = (DIFF_ALIAS, f"{image}__")
     return bind_with(mapping)
 
 
@@ -107,10 +109,13 @@ def schema_filter(schema: DiffSchema) -> str:
     return f"{kind} AND ({changed})"
 
 
-def _id_value(target: Target, i: IdColumn, origin: str, image: str) -> str:
-    if i.scan == origin:
+def _id_value(target: Target, i: IdColumn, origin: str | None, image: str | None, merged: tuple[str, ...]) -> str:
+    """An ID column's value: from the i-diff (image given) for the origin and the scans merged
+    into it, else from the scan's base-table alias."""
+    scan = origin if i.scan in merged else i.scan
+    if image is not None and scan == origin:
         return f"{ident(DIFF_ALIAS)}.{ident(image + '__' + i.column)}"
-    return f"{ident(target.scan_alias[i.scan])}.{ident(i.column)}"
+    return f"{ident(target.scan_alias[scan])}.{ident(i.column)}"
 
 
 def _where(parts: list[str]) -> str:
@@ -119,12 +124,12 @@ def _where(parts: list[str]) -> str:
 
 
 def insert_rows(target: Target, origin: str, joined: list[str], filters: list[str], bind,
-                from_sql: str | None = None, id_image: str | None = "post") -> str:
+                from_sql: str | None = None, id_image: str | None = "post", merged: tuple[str, ...] = ()) -> str:
     """INSERT INTO view SELECT outputs, IDs FROM Δ[origin] ⋈ joined WHERE filters (APPLY Δ+).
 
     id_image None reads the origin's IDs from its base table alias too (the semijoined form)."""
     outs = [f"{bind(e)} AS {ident(n)}" for n, e in target.plan.outputs]
-    outs += [f"{_id_value(target, i, origin if id_image else None, id_image or 'post')} AS {ident(i.name)}"
+    outs += [f"{_id_value(target, i, origin, id_image, merged)} AS {ident(i.name)}"
              for i in target.plan.ids]
     if target.branch is not None:
         outs.append(f"{int(target.branch)} AS {ident(BRANCH_COLUMN)}")
@@ -141,19 +146,23 @@ def insert_rows(target: Target, origin: str, joined: list[str], filters: list[st
 
 def render_idiff(target: Target, d: IDiff) -> tuple[int, str]:
     """(phase, SQL) applying one composed view-level i-diff."""
-    bind = binder(target, d.origin)
+    bind = binder(target, d.origin, merged=d.merged)
     filters = [schema_filter(d.schema)] + [bind(w) for w in d.where]
     v, dd = ident(VIEW_ALIAS), ident(DIFF_ALIAS)
     if d.kind == "+" and d.semijoined:
         # R^post ⋉_I Δ: the origin's columns come from its base table, matched by key to the i-diff
-        bind_base = bind_with(base_mapping(target), pre_alias=DIFF_ALIAS)
+        mapping = base_mapping(target)
+        for m in d.merged:
+            mapping[m] = mapping[d.origin]
+        bind_base = bind_with(mapping, pre_alias=DIFF_ALIAS)
         alias = ident(target.scan_alias[d.origin])
         keys = [f"{alias}.{ident(k)} = {dd}.{ident('post__' + k)}" for k in target.tables[d.origin].key]
         filters = [schema_filter(d.schema)] + keys + [bind_base(w) for w in d.where]
         from_sql = f"{target.delta_of(d.origin)} AS {dd}, {target.base(d.origin)}"
-        return 2, insert_rows(target, d.origin, list(d.joined), filters, bind_base, from_sql=from_sql, id_image=None)
+        return 2, insert_rows(target, d.origin, list(d.joined), filters, bind_base, from_sql=from_sql, id_image=None,
+                              merged=d.merged)
     if d.kind == "+":
-        return 2, insert_rows(target, d.origin, list(d.joined), filters, bind)
+        return 2, insert_rows(target, d.origin, list(d.joined), filters, bind, merged=d.merged)
     match = [f"{v}.{ident(i.name)} = {dd}.{ident(('pre__' if d.kind == '-' else 'post__') + i.column)}"
              for i in target.ids_of(d.origin)]
     if d.kind == "-":

@@ -34,7 +34,11 @@ def id_script(target: Target, minimized: bool = True) -> DeltaScript:
     for schema in base_diff_schemas(target.plan):
         scan = next(s for s in scans(target.plan) if s.alias == schema.scan)
         for d in instantiate(target.plan, scan, schema):
-            d = minimize(d) if minimized else d
+            m = minimize(d) if minimized else d
+            if m is None:
+                script.derivations.append("\n    ".join(d.trail) + "\n    => ∅ (minimization: provably empty)")
+                continue
+            d = m
             phase, sql = render_idiff(target, d)
             script.derivations.append("\n    ".join(d.trail) + f"\n    => {d.format()}")
             script.statements.append(Statement(phase=phase, purpose=f"{schema.label()} -> {d.format()}", sql=sql))

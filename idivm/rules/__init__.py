@@ -5,7 +5,9 @@ root, applying each operator's rules; an operator may turn one input i-diff
 into several (an update through a selection can become an insert, a delete
 and an update), which is what makes the rule DAG of Figure 6.
 """
-from ..algebra.plan import Join, Node, Project, Scan, Select, parent_chain
+from dataclasses import replace
+
+from ..algebra.plan import Join, Node, Project, Scan, Select, parent_chain, scans
 from . import join, project, scan, select
 from .idiff import IDiff
 
@@ -14,7 +16,8 @@ __all__ = ["IDiff", "propagate", "instantiate"]
 
 def instantiate(root: Node, s: Scan, schema) -> list[IDiff]:
     """Pass 2 for one base-table i-diff schema: the view-level i-diffs it leads to."""
-    diffs = [scan.rule(s, schema)]
+    tables = tuple((x.alias, (x.table.schema, x.table.name)) for x in scans(root))
+    diffs = [replace(scan.rule(s, schema), tables=tables)]
     path = parent_chain(root, s)
     below: Node = s
     for op in path:

@@ -56,11 +56,17 @@ class IDiff:
     joined: tuple[str, ...] = ()
     where: tuple[exp.Expression, ...] = ()
     semijoined: bool = False
+    merged: tuple[str, ...] = ()  # scans of the origin's table joined on its key, read from the i-diff
+    tables: tuple[tuple[str, tuple[str, str]], ...] = ()  # every scan of the plan -> (schema, table)
     trail: tuple[str, ...] = field(default=())
 
     def derive(self, step: str, **changes) -> "IDiff":
         changes.setdefault("trail", self.trail + (step,))
         return replace(self, **changes)
+
+    @property
+    def scan_tables(self) -> dict[str, tuple[str, str]]:
+        return dict(self.tables)
 
     @property
     def id_scans(self) -> tuple[str, ...]:
@@ -70,6 +76,7 @@ class IDiff:
         cond = " AND ".join(show(atom(w)) for w in self.where) or "TRUE"
         src = (f"{self.origin}^post ⋉_I Δ[{self.origin}]" if self.semijoined else f"Δ[{self.origin}]")
         src += "".join(f" ⋈ {j}" for j in self.joined)
+        src += "".join(f" (as {m})" for m in self.merged)
         return f"{SYMBOL[self.kind]}V by IDs of {{{', '.join(self.id_scans)}}} = σ[{cond}]({src})"
 
 
