@@ -21,7 +21,7 @@ from .errors import IdivmError, UnknownObject, first_line
 from .frontend.build_plan import compile_view_sql, parse_one
 from .maintain.executor import MaintenanceReport, maintain_view, pending_changes
 from .names import parse_name
-from .sqltext import ident, qualified, run, string_literal
+from .sqltext import column_types, ident, qualified, run, string_literal
 
 
 @dataclass
@@ -139,7 +139,7 @@ class Engine:
             "CAST(pg_current_snapshot() AS text)) RETURNING id"
         ), {"s": schema, "n": view, "d": sql, "st": strategy, "o": json.dumps([n for n, _ in plan.outputs]),
             "i": json.dumps(ids), "p": format_plan(plan)}).scalar_one()
-        target = make_target(schema, view, plan, captured, view_id)
+        target = make_target(schema, view, plan, captured, view_id, column_types=lambda q: column_types(conn, q))
         script = build_script(target, strategy, minimized)
         for cid in sorted(set(captured.values())):
             conn.execute(sa.text("INSERT INTO idivm.view_inputs VALUES (:v, :c)"), {"v": view_id, "c": cid})
@@ -225,7 +225,8 @@ class Engine:
         captured = {(r.schema_name, r.table_name): r.id for r in conn.execute(sa.text(
             "SELECT c.id, c.schema_name, c.table_name FROM idivm.captured_tables c "
             "JOIN idivm.view_inputs i ON i.captured_table_id = c.id WHERE i.view_id = :v"), {"v": row.id})}
-        target = make_target(row.schema_name, row.view_name, compiled.plan, captured, row.id)
+        target = make_target(row.schema_name, row.view_name, compiled.plan, captured, row.id,
+                             column_types=lambda q: column_types(conn, q))
         script = build_script(target, row.strategy, minimized=False)
         parts = [f"view {row.schema_name}.{row.view_name}  (strategy: {row.strategy}), BEFORE minimization (pass 4)"]
         if script.derivations:

@@ -52,3 +52,9 @@ def run(conn, sql: str, params: tuple | None = None):
 def string_literal(text: str) -> str:
     """A SQL string literal (standard_conforming_strings, the default since PostgreSQL 9.1)."""
     return "'" + text.replace("'", "''") + "'"
+
+
+def column_types(conn, sql: str) -> list[int]:
+    """Type OIDs of a query's result columns, from PostgreSQL's own description (no rows read)."""
+    cur = run(conn, f"SELECT * FROM ({sql}) AS {ident('q')} LIMIT 0")
+    return [d.type_code for d in cur.description]

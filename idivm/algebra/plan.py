@@ -138,6 +138,27 @@ class Aggregate:
     def id_names(self) -> list[str]:
         return [f"__idivm_{k}" for k in self.keys]
 
+    def sum_count_args(self) -> dict[str, bool] | None:
+        """If every aggregate is COUNT(*), COUNT(a), SUM(a) or AVG(a) (no DISTINCT) and there is
+        no HAVING, the cache columns they read, each with whether it is summed; else None.
+
+        Such views can use the specialized rules of Tables 9, 11 and 12 (see
+        compile/aggregate_sum.py); HAVING needs the state of groups that are not in the view."""
+        if self.having is not None or not isinstance(self.cache, Project):
+            return None
+        args: dict[str, bool] = {}
+        for _, e in self.outputs:
+            for agg in e.find_all(exp.AggFunc):
+                if not isinstance(agg, (exp.Count, exp.Sum, exp.Avg)):
+                    return None
+                arg = agg.this
+                if isinstance(arg, exp.Star) or (isinstance(agg, exp.Count) and arg is None):
+                    continue
+                if not (isinstance(arg, exp.Column) and arg.table == AGG_MARK):
+                    return None  # DISTINCT, or an expression left over the cache
+                args[arg.name] = args.get(arg.name, False) or not isinstance(agg, exp.Count)
+        return args
+
 
 Node = "Scan | Join | Select | Project | Union"
 

@@ -40,18 +40,18 @@ def _function_body(info: TableInfo, log: str) -> str:
     return f"""
 BEGIN
   IF TG_OP = 'INSERT' THEN
-    INSERT INTO {log} (old_row, new_row) SELECT NULL, to_jsonb({n}) FROM idivm_new AS {n};
+    INSERT INTO {log} (old_row, new_row) SELECT NULL, to_jsonb({n}.*) FROM idivm_new AS {n};
   ELSIF TG_OP = 'DELETE' THEN
-    INSERT INTO {log} (old_row, new_row) SELECT to_jsonb({o}), NULL FROM idivm_old AS {o};
+    INSERT INTO {log} (old_row, new_row) SELECT to_jsonb({o}.*), NULL FROM idivm_old AS {o};
   ELSIF TG_OP = 'UPDATE' THEN
     INSERT INTO {log} (old_row, new_row)
     SELECT p.old_row, p.new_row FROM (
-      SELECT CASE WHEN {o}.{first} IS NULL THEN NULL ELSE to_jsonb({o}) END AS old_row,
-             CASE WHEN {n}.{first} IS NULL THEN NULL ELSE to_jsonb({n}) END AS new_row
+      SELECT CASE WHEN {o}.{first} IS NULL THEN NULL ELSE to_jsonb({o}.*) END AS old_row,
+             CASE WHEN {n}.{first} IS NULL THEN NULL ELSE to_jsonb({n}.*) END AS new_row
       FROM idivm_old AS {o} FULL JOIN idivm_new AS {n} ON {on}) AS p
     WHERE p.old_row IS DISTINCT FROM p.new_row;
   ELSIF TG_OP = 'TRUNCATE' THEN
-    INSERT INTO {log} (old_row, new_row) SELECT to_jsonb({o}), NULL FROM {info.qualified} AS {o};
+    INSERT INTO {log} (old_row, new_row) SELECT to_jsonb({o}.*), NULL FROM {info.qualified} AS {o};
   END IF;
   RETURN NULL;
 END

@@ -36,6 +36,9 @@ class AggregateTarget:
     view_id: int
     agg: Aggregate
     cache: "Target | UnionTarget"  # the intermediate cache: an SPJ view or a UNION ALL
+    # set when the specialized SUM/COUNT/AVG rules apply (aggregate_sum.choose_rule): the
+    # aggregated cache columns, each with whether it is summed
+    sum_args: dict[str, bool] | None = None
 
     @property
     def table(self) -> str:
@@ -46,8 +49,19 @@ class AggregateTarget:
         return f"pg_temp.{ident(f'idivm_affected_{self.view_id}')}"
 
     @property
+    def group_deltas(self) -> str:
+        return f"pg_temp.{ident(f'idivm_group_deltas_{self.view_id}')}"
+
+    @property
     def columns(self) -> list[str]:
-        return [n for n, _ in self.agg.outputs] + self.agg.id_names
+        return [n for n, _ in self.agg.outputs] + self.agg.id_names + [n for n, _ in self.state_columns]
+
+    @property
+    def state_columns(self) -> list[tuple[str, str]]:
+        """Hidden operator-cache columns of the view (specialized rules only)."""
+        from .aggregate_sum import state_columns
+
+        return state_columns(self.sum_args) if self.sum_args is not None else []
 
 
 def cache_name(view_id: int) -> str:
@@ -69,6 +83,7 @@ def group_select(t: AggregateTarget, restrict: bool) -> str:
     keys = t.agg.keys
     outs = [f"{bind_cache(e)} AS {ident(n)}" for n, e in t.agg.outputs]
     outs += [f"{c}.{ident(k)} AS {ident(h)}" for k, h in zip(keys, t.agg.id_names)]
+    outs += [f"{agg} AS {ident(n)}" for n, agg in t.state_columns]
     sql = f"SELECT {', '.join(outs)}\nFROM {t.cache.table} AS {c}"
     if restrict and keys:
         same = " AND ".join(f"{ident('a')}.{ident(k)} IS NOT DISTINCT FROM {c}.{ident(k)}" for k in keys)
@@ -83,12 +98,16 @@ def group_select(t: AggregateTarget, restrict: bool) -> str:
 
 
 def aggregate_script(t: AggregateTarget, cache_script: DeltaScript) -> DeltaScript:
+    if t.sum_args is not None:
+        from .aggregate_sum import sum_script
+
+        return sum_script(t, cache_script)
     keys = t.agg.keys
     returning = ", ".join(f"{ident(VIEW_ALIAS)}.{ident(k)}" for k in keys) or "1"
     setup_cols = ", ".join(ident(k) for k in keys) or f"1 AS {ident('any_change')}"
     script = DeltaScript(strategy=cache_script.strategy, derivations=list(cache_script.derivations))
     script.statements.append(Statement(
-        phase=-1, purpose="setup: the groups this maintenance touches",
+        phase=-1, purpose="the groups this maintenance touches",
         sql=f"CREATE TEMP TABLE {t.affected} ON COMMIT DROP AS SELECT {setup_cols} FROM {t.cache.table} WITH NO DATA",
     ))
     for st in cache_script.statements:

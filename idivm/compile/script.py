@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-PHASES = {-1: "setup", 0: "delete", 1: "update", 2: "insert", 3: "regroup: delete", 4: "regroup: insert"}
+PHASES = {-1: "setup", 0: "delete", 1: "update", 2: "insert", 3: "aggregate", 4: "aggregate: insert"}
 
 
 @dataclass

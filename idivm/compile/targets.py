@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..algebra.plan import Aggregate, Project, Union
 from .aggregate import AggregateTarget, aggregate_script, cache_name
+from .aggregate_sum import choose_rule
 from .diff_schemas import base_diff_schemas
 from .render import Target
 from .script import DeltaScript
@@ -16,10 +17,15 @@ from .strategies import compile_script
 from .union import UnionTarget, union_script
 
 
-def make_target(schema: str, name: str, plan, captured: dict, view_id: int):
+def make_target(schema: str, name: str, plan, captured: dict, view_id: int, column_types=None):
+    """column_types(sql) -> type OIDs of a query's columns: lets a grouped view use the specialized
+    SUM/COUNT/AVG rules when its arguments are exact numbers (without it, the general rule)."""
     if isinstance(plan, Aggregate):
         cache = make_target("idivm", cache_name(view_id), plan.cache, captured, view_id)
-        return AggregateTarget(schema=schema, name=name, view_id=view_id, agg=plan, cache=cache)
+        target = AggregateTarget(schema=schema, name=name, view_id=view_id, agg=plan, cache=cache)
+        if column_types is not None:
+            choose_rule(target, column_types)
+        return target
     if isinstance(plan, Union):
         return UnionTarget(schema=schema, name=name, union=plan, captured=captured)
     return Target(schema=schema, name=name, plan=plan, captured=captured)
