@@ -21,7 +21,7 @@ import idivm
 from helpers import assert_equal_multiset
 
 EXAMPLES = int(os.environ.get("IDIVM_TEST_EXAMPLES", "30"))  # random views per construct family
-FAMILIES = ("spj", "group", "sumcount", "distinct", "union", "subquery")
+FAMILIES = ("spj", "group", "sumcount", "distinct", "union", "subquery", "setop")
 STATS: dict = {}
 
 
@@ -73,6 +73,15 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
     subquery = shape == "subquery"
     if subquery:
         shape = draw(st.sampled_from(["spj", "group"]))
+    if shape == "setop":  # EXCEPT / INTERSECT: an antijoin / semijoin against one table
+        left, names = draw(views(tables, "spj-branch"))
+        t = draw(st.sampled_from(tables))
+        cols = [f"q.{c}" for c in t.all]
+        outs = [draw(st.sampled_from(cols + [f"{draw(st.sampled_from(cols))} % 2"])) for _ in names]
+        right = f"SELECT {', '.join(outs)} FROM {t.name} AS q"
+        if draw(st.booleans()):
+            right += f" WHERE {draw(predicates(cols))}"
+        return f"{left} {draw(st.sampled_from(['EXCEPT', 'INTERSECT']))} {right}", names
     if shape == "union":
         first, names = draw(views(tables, "spj-branch"))
         rest = [draw(views(tables, "spj-branch", len(names)))[0] for _ in range(draw(st.integers(1, 2)))]

@@ -25,6 +25,7 @@ from .aggregates import build_aggregate, has_aggregation
 from .checks import check_deterministic, check_statement, refuse, union_branches
 from .ctes import inline_ctes
 from .semijoins import extract_subqueries
+from .setops import reduce_set_difference
 from .reflect import TableInfo, reflect_table
 
 
@@ -67,7 +68,7 @@ def _conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
 
 
 def compile_view_sql(conn: Connection, sql: str) -> CompiledView:
-    tree = inline_ctes(normalize_identifiers(parse_one(sql), dialect="postgres"))
+    tree = reduce_set_difference(inline_ctes(normalize_identifiers(parse_one(sql), dialect="postgres")))
     union = union_branches(tree)
     if union is None:
         plan, aliases = _compile_select(conn, check_statement(tree), first=True)

@@ -12,9 +12,9 @@ from sqlglot import exp
 from ..errors import UnsupportedQuery
 
 SUPPORTED = (
-    "supported: SELECT of columns and expressions FROM base tables with inner joins "
-    "(JOIN ... ON/USING, NATURAL JOIN, comma joins), WHERE conditions, SPJ subqueries in FROM, "
-    "GROUP BY with count/sum/avg/min/max, HAVING and DISTINCT"
+    "see docs/sql-support.md for what is (inner joins, WHERE, [NOT] EXISTS / [NOT] IN over one table, "
+    "GROUP BY with count/sum/avg/min/max, HAVING, DISTINCT, UNION [ALL], EXCEPT, INTERSECT, WITH, "
+    "subqueries in FROM)"
 )
 
 # (node type, how to name it) - checked in this order
