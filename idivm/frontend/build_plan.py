@@ -21,6 +21,7 @@ from ..algebra.ids import infer_ids
 from ..algebra.ids import hidden_name
 from ..algebra.plan import Aggregate, Join, Node, Project, Scan, Select, Union, cache_ref
 from ..errors import IdivmError, UnknownObject, UnsupportedQuery
+from .aggregate_subqueries import fold_aggregate_subquery
 from .aggregates import build_aggregate, has_aggregation
 from .checks import check_deterministic, check_statement, refuse, union_branches
 from .ctes import inline_ctes
@@ -68,7 +69,8 @@ def _conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
 
 
 def compile_view_sql(conn: Connection, sql: str) -> CompiledView:
-    tree = reduce_set_difference(inline_ctes(normalize_identifiers(parse_one(sql), dialect="postgres")))
+    tree = inline_ctes(normalize_identifiers(parse_one(sql), dialect="postgres"))
+    tree = fold_aggregate_subquery(reduce_set_difference(tree))
     union = union_branches(tree)
     if union is None:
         plan, aliases = _compile_select(conn, check_statement(tree), first=True)

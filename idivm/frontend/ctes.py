@@ -12,8 +12,16 @@ from .checks import refuse
 
 
 def inline_ctes(tree: exp.Expression) -> exp.Expression:
-    if not isinstance(tree, (exp.Select, exp.Union)):
-        return tree
+    """Inline the WITH of the statement and of every nested query (a subquery may have its own)."""
+    def fn(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, (exp.Select, exp.Union)) and (node.args.get("with") or node.args.get("with_")):
+            return _inline_one(node)
+        return node
+
+    return tree.transform(fn)
+
+
+def _inline_one(tree: exp.Expression) -> exp.Expression:
     with_ = tree.args.get("with") or tree.args.get("with_")
     if with_ is None:
         return tree

@@ -1,0 +1,86 @@
+"""A query over one aggregating subquery in FROM, folded into that subquery.
+
+    SELECT o(q.x, q.total) FROM (SELECT g AS x, sum(v) AS total FROM ... GROUP BY g) AS q WHERE c(q.total)
+ -> SELECT o(g, sum(v)) FROM ... GROUP BY g HAVING c(sum(v))
+
+The outer query only filters and projects the groups (one output row per group),
+so it is the grouped query with the filter as HAVING and the outer expressions
+written over the inner ones; it is then maintained like any grouped view. A
+subquery with DISTINCT becomes GROUP BY on its outputs first (Section 4, pass 1
+remark), so that the outer projection may drop columns. WITH has been inlined
+before, so this covers aggregating CTEs too.
+
+What does not reduce this way is refused by name: an aggregating subquery joined
+with other tables, and aggregation over an aggregating subquery.
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from .aggregates import has_aggregation
+from .checks import refuse
+from ..errors import UnsupportedQuery
+
+
+def fold_aggregate_subquery(tree: exp.Expression) -> exp.Expression:
+    if not isinstance(tree, exp.Select):
+        return tree
+    src = tree.args.get("from_") or tree.args.get("from")
+    subs = [s for s in tree.find_all(exp.Subquery)
+            if isinstance(s.parent, (exp.From, exp.Join)) and isinstance(s.this, exp.Select) and has_aggregation(s.this)]
+    if not subs:
+        return tree
+    sub = subs[0]
+    if sub.parent is not src or tree.args.get("joins") or len(subs) > 1:
+        raise refuse("a subquery that aggregates joined with other tables (aggregation below a join)")
+    if tree.args.get("distinct") is not None:
+        raise refuse("DISTINCT over a subquery that aggregates")
+    if has_aggregation(tree):
+        raise refuse("aggregation over a subquery that aggregates (nested aggregation)")
+    for clause in ("order", "limit", "offset"):
+        if tree.args.get(clause):
+            raise refuse(clause.upper() if clause != "order" else "ORDER BY")
+    where = tree.args.get("where")
+    if where is not None and where.find(exp.Exists, exp.Subquery):
+        raise refuse("EXISTS / IN subqueries over a subquery that aggregates")
+
+    inner = sub.this.copy()
+    if inner.args.get("distinct") is not None and not inner.args.get("group") and not inner.args["distinct"].args.get("on"):
+        inner.set("distinct", None)
+        inner.set("group", exp.Group(expressions=[e.unalias().copy() for e in inner.expressions]))
+    by_name: dict[str, exp.Expression] = {}
+    for e in inner.expressions:
+        if not isinstance(e, (exp.Alias, exp.Column)):
+            raise UnsupportedQuery(f"output expression {e.sql('postgres')} of the subquery in FROM needs a name")
+        by_name[e.alias_or_name] = e.unalias()
+    alias = sub.alias_or_name
+
+    def substitute(e: exp.Expression) -> exp.Expression:
+        def fn(node: exp.Expression) -> exp.Expression:
+            if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
+                if node.table and node.table != alias:
+                    raise UnsupportedQuery(f'missing FROM-clause entry for table "{node.table}"')
+                if node.name not in by_name:
+                    raise UnsupportedQuery(f'column "{node.name}" does not exist in subquery "{alias}"')
+                value = by_name[node.name].copy()
+                return value if isinstance(value, (exp.Column, exp.Func, exp.Literal, exp.Paren)) else exp.Paren(this=value)
+            return node
+
+        return e.copy().transform(fn)
+
+    outputs: list[exp.Expression] = []
+    for e in tree.expressions:
+        if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)):
+            outputs += [exp.alias_(v.copy(), n, quoted=True) for n, v in by_name.items()]
+        elif isinstance(e, exp.Alias):
+            outputs.append(exp.alias_(substitute(e.this), e.alias, quoted=True))
+        elif isinstance(e, exp.Column):
+            outputs.append(exp.alias_(substitute(e), e.name, quoted=True))
+        else:
+            outputs.append(substitute(e))  # unnamed: refused with "needs a name" later
+    inner.set("expressions", outputs)
+    if where is not None:
+        cond = substitute(where.this)
+        having = inner.args.get("having")
+        inner.set("having", exp.Having(this=exp.and_(having.this, cond) if having is not None else cond))
+    return inner
