@@ -293,6 +293,8 @@ def test_random_views_equal_recomputation(module_db, family, data):
             specialized = conn.execute(
                 "SELECT count(*) FROM idivm.script_statements s JOIN idivm.views v ON v.id = s.view_id "
                 "WHERE v.schema_name = %s AND s.purpose LIKE %s", (schema, "%Tables 9, 11, 12%")).fetchone()[0]
+            cacheless = conn.execute("SELECT count(*) FROM idivm.views WHERE schema_name = %s AND plan_text LIKE %s",
+                                     (schema, "%NO INTERMEDIATE CACHE%")).fetchone()[0]
             for rnd in rounds:
                 for ops, dice in rnd:
                     abort = dice == 0
@@ -312,9 +314,10 @@ def test_random_views_equal_recomputation(module_db, family, data):
                     pass
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
             engine.close()
-    fam = STATS.setdefault(family, {"views": 0, "rounds": 0, "sum_rule_views": 0})
+    fam = STATS.setdefault(family, {"views": 0, "rounds": 0, "sum_rule_views": 0, "no_cache_views": 0})
     fam["views"] += 1
     fam["sum_rule_views"] += specialized > 0
+    fam["no_cache_views"] += cacheless > 0
     fam["rounds"] += len(rounds)
 
 

@@ -144,3 +144,38 @@ def test_exists_on_another_table_or_column_is_left_alone():
                 "EXISTS (SELECT 1 FROM public.parts AS s WHERE s.pid = p.pid AND s.price > d.x)"):
         d = diff(where=(cond(sub),))
         assert own_key_subquery_to_filter(d) is d
+
+
+# -- footnote 6: many-to-many joins ----------------------------------------------------------
+
+def _plan(conds: list[str], tables: dict[str, TableInfo]):
+    from idivm.algebra.plan import Join, Scan
+
+    aliases = list(tables)
+    node = Scan(aliases[0], tables[aliases[0]])
+    for a in aliases[1:]:
+        node = Join(left=node, right=Scan(a, tables[a]))
+    node.conjuncts = [cond(c) for c in conds]
+    return node
+
+
+DEVICES = TableInfo(schema="public", name="devices", columns=(("did", "text"), ("category", "text")), key=("did",))
+DP = TableInfo(schema="public", name="devices_parts", columns=(("did", "text"), ("pid", "text")), key=("did", "pid"))
+
+
+def test_key_joins_are_many_to_one_from_a_root():
+    from idivm.algebra.functional import many_to_many
+
+    tables = {"dp": DP, "d": DEVICES, "p": PARTS}
+    assert many_to_many(_plan(["dp.did = d.did", "dp.pid = p.pid"], tables)) is None
+
+
+def test_non_key_and_theta_joins_are_many_to_many():
+    from idivm.algebra.functional import many_to_many
+
+    tables = {"d": DEVICES, "p": PARTS}
+    assert "many-to-many" in many_to_many(_plan(["d.category = p.price"], tables))
+    assert "many-to-many" in many_to_many(_plan(["p.price > d.did"], tables))
+    assert "many-to-many" in many_to_many(_plan([], tables))  # a cross product
+    # part of a composite key is not enough: dp's rows per device are many
+    assert "many-to-many" in many_to_many(_plan(["dp.did = d.did"], {"d": DEVICES, "dp": DP, "p": PARTS}))

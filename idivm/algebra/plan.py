@@ -133,6 +133,8 @@ class Aggregate:
     keys: list[str]  # cache columns that are group keys, in GROUP BY order
     outputs: list[tuple[str, exp.Expression]]
     having: exp.Expression | None = None
+    # why the intermediate cache is skipped (footnote 6: a many-to-many join), None if it is kept
+    no_cache: str | None = None
 
     @property
     def id_names(self) -> list[str]:
@@ -144,7 +146,7 @@ class Aggregate:
 
         Such views can use the specialized rules of Tables 9, 11 and 12 (see
         compile/aggregate_sum.py); HAVING needs the state of groups that are not in the view."""
-        if self.having is not None or not isinstance(self.cache, Project):
+        if self.having is not None or not isinstance(self.cache, Project) or self.no_cache:
             return None
         args: dict[str, bool] = {}
         for _, e in self.outputs:
@@ -240,10 +242,18 @@ def format_plan(node, indent: int = 0) -> str:
         outs = ", ".join(f"{show_cache(e)} AS {n}" for n, e in node.outputs)
         having = f"  HAVING {show_cache(node.having)}" if node.having is not None else ""
         keys = ", ".join(node.keys) or "()"
+        if node.no_cache:
+            how = "general rule: affected groups recomputed from the base tables"
+            cache = f"NO INTERMEDIATE CACHE (footnote 6: {node.no_cache}); its input:"
+        else:
+            how = ("specialized SUM/COUNT/AVG rules over operator caches if the summed arguments are exact numbers, "
+                   "else the general rule" if node.sum_count_args() is not None
+                   else "general rule: affected groups recomputed from the cache")
+            cache = "INTERMEDIATE CACHE (an SPJ view maintained by the rules below)"
         return "\n".join([
             f"{pad}PROJECT {outs}{having}",
-            f"{pad}  GROUP BY {keys}  IDs: {{{keys}}}  (general rule: affected groups recomputed from the cache)",
-            f"{pad}    INTERMEDIATE CACHE (an SPJ view maintained by the rules below)",
+            f"{pad}  GROUP BY {keys}  IDs: {{{keys}}}  ({how})",
+            f"{pad}    {cache}",
             format_plan(node.cache, indent + 3),
         ])
     if isinstance(node, Union):

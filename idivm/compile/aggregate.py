@@ -77,22 +77,39 @@ def bind_cache(e: exp.Expression) -> str:
     return e.copy().transform(fn).sql(DIALECT)
 
 
+def same_key(a: str, b: str) -> str:
+    """Null-safe equality of two group-key values, written so that PostgreSQL can still use an
+    index on either side (a BitmapOr of `= b` and `IS NULL`); IS NOT DISTINCT FROM cannot."""
+    return f"({a} = {b} OR ({a} IS NULL AND {b} IS NULL))"
+
+
+def input_source(t: AggregateTarget) -> str:
+    """What the aggregate reads: its intermediate cache, or (footnote 6) its SPJ input itself."""
+    if t.agg.no_cache:
+        from .render import full_query
+
+        return f"(\n{full_query(t.cache)})"
+    return t.cache.table
+
+
 def group_select(t: AggregateTarget, restrict: bool) -> str:
-    """The aggregate over the cache: all groups, or only the affected ones."""
-    c = ident(CACHE_ALIAS)
+    """The aggregate over the cache (or input): all groups, or only the affected ones. The
+    affected keys are joined as a DISTINCT set, so PostgreSQL drives index lookups from them."""
+    c, a = ident(CACHE_ALIAS), ident("a")
     keys = t.agg.keys
     outs = [f"{bind_cache(e)} AS {ident(n)}" for n, e in t.agg.outputs]
     outs += [f"{c}.{ident(k)} AS {ident(h)}" for k, h in zip(keys, t.agg.id_names)]
     outs += [f"{agg} AS {ident(n)}" for n, agg in t.state_columns]
-    sql = f"SELECT {', '.join(outs)}\nFROM {t.cache.table} AS {c}"
+    sql = f"SELECT {', '.join(outs)}\nFROM {input_source(t)} AS {c}"
     if restrict and keys:
-        same = " AND ".join(f"{ident('a')}.{ident(k)} IS NOT DISTINCT FROM {c}.{ident(k)}" for k in keys)
-        sql += f"\nWHERE EXISTS (SELECT 1 FROM {t.affected} AS {ident('a')} WHERE {same})"
+        same = " AND ".join(same_key(f"{c}.{ident(k)}", f"{a}.{ident(k)}") for k in keys)
+        sql += (f"\nJOIN (SELECT DISTINCT {', '.join(ident(k) for k in keys)} FROM {t.affected}) AS {a}"
+                f"\n  ON {same}")
     if keys:
         sql += "\nGROUP BY " + ", ".join(f"{c}.{ident(k)}" for k in keys)
     if t.agg.having is not None:
         sql += f"\nHAVING {bind_cache(t.agg.having)}"
-    if restrict and not keys:  # one global group: recompute only if the cache changed at all
+    if restrict and not keys:  # one global group: recompute only if the input changed at all
         sql = f"SELECT * FROM (\n{sql}) AS {ident('q')}\nWHERE EXISTS (SELECT 1 FROM {t.affected})"
     return sql
 
@@ -103,30 +120,37 @@ def aggregate_script(t: AggregateTarget, cache_script: DeltaScript) -> DeltaScri
 
         return sum_script(t, cache_script)
     keys = t.agg.keys
-    returning = ", ".join(f"{ident(VIEW_ALIAS)}.{ident(k)}" for k in keys) or "1"
-    setup_cols = ", ".join(ident(k) for k in keys) or f"1 AS {ident('any_change')}"
-    script = DeltaScript(strategy=cache_script.strategy, derivations=list(cache_script.derivations))
-    script.statements.append(Statement(
-        phase=-1, purpose="the groups this maintenance touches",
-        sql=f"CREATE TEMP TABLE {t.affected} ON COMMIT DROP AS SELECT {setup_cols} FROM {t.cache.table} WITH NO DATA",
-    ))
-    for st in cache_script.statements:
+    script = DeltaScript(strategy=cache_script.strategy)
+    if t.agg.no_cache:
+        from .aggregate_nocache import affected_group_statements
+
+        script.statements += affected_group_statements(t)
+    else:
+        returning = ", ".join(f"{ident(VIEW_ALIAS)}.{ident(k)}" for k in keys) or "1"
+        setup_cols = ", ".join(ident(k) for k in keys) or f"1 AS {ident('any_change')}"
+        script.derivations = list(cache_script.derivations)
         script.statements.append(Statement(
-            phase=st.phase, purpose=f"cache: {st.purpose}  (records affected groups)",
-            sql=f"WITH {ident('changed')} AS (\n{st.sql}\nRETURNING {returning})\n"
-                f"INSERT INTO {t.affected} SELECT * FROM {ident('changed')}",
+            phase=-1, purpose="the groups this maintenance touches",
+            sql=f"CREATE TEMP TABLE {t.affected} ON COMMIT DROP AS SELECT {setup_cols} FROM {t.cache.table} WITH NO DATA",
         ))
+        for st in cache_script.statements:
+            script.statements.append(Statement(
+                phase=st.phase, purpose=f"cache: {st.purpose}  (records affected groups)",
+                sql=f"WITH {ident('changed')} AS (\n{st.sql}\nRETURNING {returning})\n"
+                    f"INSERT INTO {t.affected} SELECT * FROM {ident('changed')}",
+            ))
     v, a = ident(VIEW_ALIAS), ident("a")
     if keys:
-        same = " AND ".join(f"{v}.{ident(h)} IS NOT DISTINCT FROM {a}.{ident(k)}" for k, h in zip(keys, t.agg.id_names))
+        same = " AND ".join(same_key(f"{v}.{ident(h)}", f"{a}.{ident(k)}") for k, h in zip(keys, t.agg.id_names))
         delete = (f"DELETE FROM {t.table} AS {v}\nUSING (SELECT DISTINCT {', '.join(ident(k) for k in keys)} "
                   f"FROM {t.affected}) AS {a}\nWHERE {same}")
     else:
         delete = f"DELETE FROM {t.table} WHERE EXISTS (SELECT 1 FROM {t.affected})"
     script.statements.append(Statement(phase=3, purpose="Δ-V: remove the affected groups", sql=delete))
     cols = ", ".join(ident(c) for c in t.columns)
+    source = "the base tables (no cache, footnote 6)" if t.agg.no_cache else "the cache"
     script.statements.append(Statement(
-        phase=4, purpose="Δ+V: recompute the affected groups from the cache (Table 7, general rule)",
+        phase=4, purpose=f"Δ+V: recompute the affected groups from {source} (Table 7, general rule)",
         sql=f"INSERT INTO {t.table} ({cols})\n{group_select(t, restrict=True)}",
     ))
     return script

@@ -28,6 +28,7 @@ from sqlglot import exp
 
 from ..algebra.plan import AGG_MARK
 from ..sqltext import DIALECT, ident
+from .aggregate import same_key
 from .render import VIEW_ALIAS
 from .script import DeltaScript, Statement
 
@@ -95,11 +96,6 @@ def _col(table: str, name: str) -> exp.Column:
     return exp.column(name, table, quoted=True)
 
 
-def _same(a: str, b: str) -> str:
-    """Null-safe equality that an index on either side can still serve."""
-    return f"({a} = {b} OR ({a} IS NULL AND {b} IS NULL))"
-
-
 def sum_script(t, cache_script: DeltaScript) -> DeltaScript:
     keys, args = t.agg.keys, list(t.sum_args)
     changes, groups = t.affected, t.group_deltas
@@ -155,7 +151,7 @@ def sum_script(t, cache_script: DeltaScript) -> DeltaScript:
     sets = [f"{ident(n)} = {new_value(n).sql(DIALECT)}" for n in states]
     sets += [f"{ident(n)} = {over_state(e, new_value, lambda k: _col(VIEW_ALIAS, key_of[k]))}"
              for n, e in t.agg.outputs if e.find(exp.AggFunc)]
-    match = " AND ".join(_same(f"{v}.{ident(key_of[k])}", f"{x}.{ident(k)}") for k in keys) or "TRUE"
+    match = " AND ".join(same_key(f"{v}.{ident(key_of[k])}", f"{x}.{ident(k)}") for k in keys) or "TRUE"
     if keys:
         script.statements.append(Statement(
             phase=3, purpose="Δ-V: groups whose last row went (n reaches 0)",

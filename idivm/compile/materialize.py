@@ -45,7 +45,8 @@ def create_union_table(conn, t: UnionTarget) -> None:
 def create_tables(conn, target) -> None:
     """Create and fill whatever a target consists of (SPJ view, UNION ALL, grouped view + cache)."""
     if isinstance(target, AggregateTarget):
-        create_tables(conn, target.cache)
+        if not target.agg.no_cache:
+            create_tables(conn, target.cache)
         run(conn, f"CREATE TABLE {target.table} AS\n{group_select(target, restrict=False)}")
         if target.agg.keys:
             cols = ", ".join(ident(c) for c in target.agg.id_names)

@@ -8,6 +8,8 @@
 """
 from __future__ import annotations
 
+from sqlglot import exp
+
 from ..algebra.plan import conjuncts_below, scans
 from ..errors import IdivmError
 from ..rules import instantiate
@@ -58,10 +60,19 @@ def _unchanged(target: Target, scan: str) -> str:
 
 
 def pre_state_view_ids(target: Target, s: str, conds) -> str:
-    """IDs of pre-state view tuples that use a deleted/updated tuple of scan s.
+    """IDs of pre-state view tuples that use a deleted/updated tuple of scan s."""
+    def ids(bind) -> list[str]:
+        return [f"{bind(exp.column(i.column, i.scan))} AS {ident(i.name)}" for i in target.plan.ids]
+
+    return pre_state_rows(target, s, conds, ids)
+
+
+def pre_state_rows(target: Target, s: str, conds, outputs, s_filter: str | None = None) -> str:
+    """Pre-state rows of the target's input that use a deleted/updated tuple of scan s, as the
+    select list outputs(bind) produces over them (bind rebinds scan columns to their pre-state).
 
     The pre-state of every other scan is its unchanged base rows UNION ALL the pre-images of
-    its changed rows. Instead of one subquery per table (which PostgreSQL cannot push join
+    its changed rows; s_filter further restricts s's i-diff rows. Instead of one subquery per table (which PostgreSQL cannot push join
     keys into), the union is expanded into one plain join per choice of branch, so that each
     branch can drive index lookups from the small i-diff tables.
     """
@@ -74,7 +85,7 @@ def pre_state_view_ids(target: Target, s: str, conds) -> str:
     for mask in range(2 ** len(others)):
         mapping = {s: (DIFF_ALIAS, "pre__")}
         froms = [f"{target.delta_of(s)} AS {dd}"]
-        filters = [f"{dd}.{ident('kind')} IN ('D', 'U')"]
+        filters = [f"{dd}.{ident('kind')} IN ('D', 'U')"] + ([s_filter] if s_filter else [])
         for i, o in enumerate(others):
             alias = target.scan_alias[o]
             if mask >> i & 1:  # o's changed rows, as they were before
@@ -87,10 +98,7 @@ def pre_state_view_ids(target: Target, s: str, conds) -> str:
                 filters.append(_unchanged(target, o))
         bind = bind_with(mapping)
         filters += [bind(c) for c in conds]
-        ids = ", ".join(
-            f"{ident(mapping[i.scan][0])}.{ident(mapping[i.scan][1] + i.column)} AS {ident(i.name)}"
-            for i in target.plan.ids)
-        branches.append(f"SELECT {ids}\n  FROM {', '.join(froms)}\n  WHERE {_where(filters)}")
+        branches.append(f"SELECT {', '.join(outputs(bind))}\n  FROM {', '.join(froms)}\n  WHERE {_where(filters)}")
     return "\n  UNION ALL\n  ".join(branches)
 
 

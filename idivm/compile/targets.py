@@ -33,6 +33,8 @@ def make_target(schema: str, name: str, plan, captured: dict, view_id: int, colu
 
 def build_script(target, strategy: str, minimized: bool = True) -> DeltaScript:
     if isinstance(target, AggregateTarget):
+        if target.agg.no_cache:  # footnote 6: no cache to maintain
+            return aggregate_script(target, DeltaScript(strategy=strategy))
         return aggregate_script(target, build_script(target.cache, strategy, minimized))
     if isinstance(target, UnionTarget):
         return union_script(target, lambda b: compile_script(b, strategy, minimized))

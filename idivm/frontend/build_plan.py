@@ -17,9 +17,10 @@ from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
+from ..algebra.functional import many_to_many
 from ..algebra.ids import infer_ids
 from ..algebra.ids import hidden_name
-from ..algebra.plan import Aggregate, Join, Node, Project, Scan, Select, Union, cache_ref
+from ..algebra.plan import Aggregate, Join, Node, Project, Scan, Select, Union, cache_ref, scans
 from ..errors import IdivmError, UnknownObject, UnsupportedQuery
 from .aggregate_subqueries import fold_aggregate_subquery
 from .aggregates import build_aggregate, has_aggregation
@@ -28,6 +29,11 @@ from .ctes import inline_ctes
 from .semijoins import extract_subqueries
 from .setops import reduce_set_difference
 from .reflect import TableInfo, reflect_table
+
+
+# Without a cache, the pre-state groups are found by joining every table's pre-state, one join per
+# choice of changed/unchanged rows of the other tables (2^(n-1) per table): beyond this, keep the cache.
+MAX_CACHELESS_SCANS = 5
 
 
 @dataclass
@@ -160,5 +166,9 @@ def _compile_select(conn: Connection, select: exp.Select, first: bool) -> tuple[
         agg = build_aggregate(tree, node, outputs)
         agg.cache.subqueries = subqueries
         infer_ids(agg.cache)
+        # footnote 6: no cache over a many-to-many join, where the general rule would re-read
+        # large groups from it; the specialized rules never re-read groups, so they keep it
+        if agg.keys and agg.sum_count_args() is None and not subqueries and len(scans(node)) <= MAX_CACHELESS_SCANS:
+            agg.no_cache = many_to_many(node)
         return agg, aliases
     return infer_ids(Project(child=node, outputs=outputs, subqueries=subqueries)), aliases
