@@ -145,10 +145,18 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
         e = draw(st.sampled_from([a, a, f"{a} + {b}", f"COALESCE({a}, -1)", f"{a} * 2"] + text_expr))
         outs.append(f"{e} AS o{i}")
 
+    sub_at = draw(st.integers(0, n - 1)) if style == "subquery" else 0
+    sub_join = style == "subquery" and draw(st.booleans())
+
     def source(j):
         nonlocal with_clause
         alias, t = scans[j]
-        if style in ("subquery", "cte") and j == 0:
+        if sub_join and j == sub_at:  # a subquery that joins, anywhere in FROM (merged after reordering)
+            other = draw(st.sampled_from(tables))
+            inner_where = f" WHERE {draw(predicates([f'x.{c}' for c in t.all]))}" if draw(st.booleans()) else ""
+            cols = ", ".join(f"x.{c}" for c in t.all)
+            return f"(SELECT {cols} FROM {t.name} AS x JOIN {other.name} AS y ON y.k1 = x.k1{inner_where}) AS {alias}"
+        if style in ("subquery", "cte") and j == sub_at:
             inner_where = f" WHERE {draw(predicates(t.all))}" if draw(st.booleans()) else ""
             body = f"(SELECT {', '.join(t.all)} FROM {t.name}{inner_where})"
             if style == "cte":

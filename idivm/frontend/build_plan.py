@@ -110,6 +110,30 @@ def compile_view_sql(conn: Connection, sql: str) -> CompiledView:
     return CompiledView(sql=sql, plan=agg, tables=aliases)
 
 
+def _merge_joined_subqueries(tree: exp.Select) -> exp.Select:
+    """Merge subqueries that join tables and stand on the right of a join, which sqlglot leaves.
+
+    Inner joins commute: every ON condition moves to WHERE (a conjunct there means the same) and
+    the subquery moves to the front of FROM, where merge_subqueries can merge it."""
+    for _ in range(len(tree.args.get("joins") or [])):
+        joins = tree.args.get("joins") or []
+        target = next((j for j in joins if isinstance(j.this, exp.Subquery)), None)
+        src = tree.args.get("from_") or tree.args.get("from")
+        if target is None or src is None or isinstance(src.this, exp.Subquery):
+            break
+        conds = [j.args["on"] for j in joins if j.args.get("on") is not None]
+        for j in joins:
+            j.set("on", None)
+            j.set("kind", "CROSS")
+        first = src.this
+        src.set("this", target.this)
+        target.set("this", first)
+        if conds:
+            tree.where(exp.and_(*conds), copy=False)
+        tree = merge_subqueries(tree)
+    return tree
+
+
 def _compile_select(conn: Connection, select: exp.Select, first: bool) -> tuple[Project | Aggregate, dict]:
     """One SELECT (a whole view, or a UNION branch) -> its plan and scan aliases."""
     if first:
@@ -131,7 +155,7 @@ def _compile_select(conn: Connection, select: exp.Select, first: bool) -> tuple[
         tree = qualify(select, schema=mapping, dialect="postgres", quote_identifiers=True, validate_qualify_columns=True)
     except OptimizeError as e:
         raise UnknownObject(f"{e}".replace("Column", "column").strip()) from None
-    tree = merge_subqueries(tree)
+    tree = _merge_joined_subqueries(merge_subqueries(tree))
     if any(isinstance(sq.parent, (exp.From, exp.Join)) for sq in tree.find_all(exp.Subquery)):
         raise refuse("this subquery in FROM (it could not be merged into the outer query)")
     check_deterministic(conn, tree)
