@@ -185,7 +185,8 @@ def test_joined_subquery_that_itself_joins_is_merged(engine, db, strategy):
     sql = ("SELECT x.did, p.price FROM parts p JOIN (SELECT dp.did, dp.pid FROM devices_parts dp "
            "JOIN devices d ON d.did = dp.did WHERE d.category = 'phone') x ON x.pid = p.pid")
     engine.register_view("nested", sql, strategy=strategy)
-    assert engine.explain("nested").count("SCAN ") == 3  # one plan over the three tables
+    plan = engine.explain("nested").split("base-table i-diff schemas")[0]
+    assert plan.count("SCAN ") == 3  # one plan over the three tables
     db.execute("UPDATE parts SET price = 1 WHERE pid = 'P1'")
     db.execute("UPDATE devices SET category = 'phone' WHERE did = 'D3'")
     engine.maintain("nested")
