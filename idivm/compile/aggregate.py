@@ -139,6 +139,10 @@ def aggregate_script(t: AggregateTarget, cache_script: DeltaScript) -> DeltaScri
                 sql=f"WITH {ident('changed')} AS (\n{st.sql}\nRETURNING {returning})\n"
                     f"INSERT INTO {t.affected} SELECT * FROM {ident('changed')}",
             ))
+    script.derivations.append(
+        "γ (general rule, Table 7; non-blocking): each i-diff of its input marks the groups it touches;\n"
+        "    => Δ-V = the marked groups, Δ+V = γ(Input^post ⋉_G marked groups), read from "
+        + ("the base tables (no cache, footnote 6)" if t.agg.no_cache else "the intermediate cache"))
     v, a = ident(VIEW_ALIAS), ident("a")
     if keys:
         same = " AND ".join(same_key(f"{v}.{ident(h)}", f"{a}.{ident(k)}") for k, h in zip(keys, t.agg.id_names))

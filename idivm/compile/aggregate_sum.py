@@ -100,7 +100,10 @@ def sum_script(t, cache_script: DeltaScript) -> DeltaScript:
     keys, args = t.agg.keys, list(t.sum_args)
     changes, groups = t.affected, t.group_deltas
     v, x, o, ch = ident(VIEW_ALIAS), ident("x"), ident("o"), ident("changed")
-    script = DeltaScript(strategy=cache_script.strategy, derivations=list(cache_script.derivations))
+    script = DeltaScript(strategy=cache_script.strategy, derivations=list(cache_script.derivations) + [
+        "γ (specialized SUM/COUNT/AVG rules, Tables 9, 11, 12; blocking): combines every i-diff of the cache\n"
+        "    Δ1 ∪ Δ2 ∪ Δ3 (signed rows) -> γ_G,sum(x_Δ) -> ΔuV on the operator caches (n, sums, counts),\n"
+        "    => Δ-V where n reaches 0, Δ+V for groups without a row, AVG = sum / count"])
     script.statements.append(Statement(
         phase=-1, purpose="signed cache rows this maintenance changes (Table 9: Δ1 ∪ Δ2 ∪ Δ3)",
         sql=f"CREATE TEMP TABLE {changes} ON COMMIT DROP AS SELECT {', '.join([*(ident(k) for k in keys), f'1 AS {ident(SIGN)}', *(ident(a) for a in args)])} "
