@@ -57,3 +57,16 @@ def test_float_sums_keep_the_general_rule(engine, db):
     engine.maintain("vf", "vn")
     assert_equal_multiset(db, "vf", "SELECT g, sum(x) AS s FROM r0 GROUP BY g", ["g", "s"])
     assert_equal_multiset(db, "vn", "SELECT g, sum(n) AS s, avg(n) AS a FROM r0 GROUP BY g", ["g", "s", "a"])
+
+
+def test_with_inside_a_cte_body_is_inlined(engine, db):
+    """Regression (found by the fromagg family): a CTE whose body has its own WITH was left as a
+    subquery with WITH, then refused as a scalar subquery."""
+    db.execute("CREATE TABLE r0 (k1 int PRIMARY KEY, a int)")
+    db.execute("INSERT INTO r0 VALUES (0, NULL), (1, 2)")
+    sql = ("WITH q AS (WITH c0 AS (SELECT k1, a FROM r0) SELECT count(*) AS o0 FROM c0 AS s0) "
+           "SELECT q.o0 AS x0 FROM q")
+    engine.register_view("v", sql)
+    db.execute("DELETE FROM r0 WHERE k1 = 0")
+    engine.maintain("v")
+    assert_equal_multiset(db, "v", sql, ["x0"])

@@ -15,7 +15,7 @@ def inline_ctes(tree: exp.Expression) -> exp.Expression:
     """Inline the WITH of the statement and of every nested query (a subquery may have its own)."""
     def fn(node: exp.Expression) -> exp.Expression:
         if isinstance(node, (exp.Select, exp.Union)) and (node.args.get("with") or node.args.get("with_")):
-            return _inline_one(node)
+            return inline_ctes(_inline_one(node))  # the inlined bodies may have WITHs of their own
         return node
 
     return tree.transform(fn)
