@@ -115,6 +115,21 @@ def demo():
     run_demo(_engine(), out)
 
 
+bench = typer.Typer(no_args_is_help=True, help="Benchmarks reproducing the paper's experiments (Section 7).")
+app.add_typer(bench, name="bench")
+
+
+@bench.command("devices", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def bench_devices(ctx: typer.Context):
+    """Figure 12: V and V' on devices/parts/devices_parts (options: see `--help` of scripts/bench_devices.py)."""
+    from .bench.devices import main as devices_main
+
+    args = list(ctx.args)
+    if _state.get("dsn") and "--dsn" not in args:
+        args += ["--dsn", _state["dsn"]]
+    raise typer.Exit(devices_main(args))
+
+
 def main() -> None:
     try:
         code = app(standalone_mode=False)  # returns the exit code of typer.Exit instead of raising it

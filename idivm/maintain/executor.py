@@ -38,6 +38,8 @@ class MaintenanceReport:
     rows_affected: int = 0
     seconds: float = 0.0
     per_table: dict[str, int] = field(default_factory=dict)
+    # seconds spent building the i-diff instances, maintaining the intermediate cache, and the view
+    breakdown: dict[str, float] = field(default_factory=lambda: {"i-diffs": 0.0, "cache": 0.0, "view": 0.0})
 
     def __str__(self) -> str:
         return (f"{self.view}: {self.changes} effective changes, {self.statements} statements, "
@@ -78,12 +80,15 @@ def _run(conn: Connection, view_id: int, report: MaintenanceReport, before_commi
         n = build_instance(conn, view_id, t.id, t.log_table, info)
         report.per_table[f"{t.schema_name}.{t.table_name}"] = n
         report.changes += n
+    report.breakdown["i-diffs"] = time.perf_counter() - started
     if report.changes:
         stmts = conn.execute(sa.text(
-            "SELECT sql FROM idivm.script_statements WHERE view_id = :v ORDER BY phase, position"
-        ), {"v": view_id}).scalars().all()
-        for sql in stmts:
-            cur = run(conn, sql)
+            "SELECT purpose, sql FROM idivm.script_statements WHERE view_id = :v ORDER BY phase, position"
+        ), {"v": view_id}).all()
+        for st in stmts:
+            t0 = time.perf_counter()
+            cur = run(conn, st.sql)
+            report.breakdown["cache" if st.purpose.startswith("cache:") else "view"] += time.perf_counter() - t0
             report.statements += 1
             report.rows_affected += max(cur.rowcount, 0)
     if before_commit:

@@ -1,0 +1,66 @@
+"""What every benchmark shares: a throwaway database, timing statistics, machine facts, output files."""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import statistics
+import uuid
+from pathlib import Path
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+from ..dsn import resolve_dsn
+
+
+@contextlib.contextmanager
+def scratch_database(dsn: str | None, keep: bool = False):
+    """Create a fresh database on the server (DSN, or idivm's default) and drop it afterwards.
+
+    Yields (dsn of the new database, PostgreSQL version)."""
+    server, _ = resolve_dsn(dsn)
+    name = f"idivm_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(server, autocommit=True) as c:
+        c.execute(f'CREATE DATABASE "{name}"')
+        version = c.execute("SHOW server_version").fetchone()[0]
+    params = conninfo_to_dict(server)
+    params["dbname"] = name
+    try:
+        yield make_conninfo(**params), version
+    finally:
+        if not keep:
+            with psycopg.connect(server, autocommit=True) as c:
+                c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def summary(values: list[float]) -> dict:
+    """Median and spread of repeated measurements (seconds)."""
+    return {"median": statistics.median(values), "min": min(values), "max": max(values),
+            "stdev": statistics.stdev(values) if len(values) > 1 else 0.0, "runs": values}
+
+
+def machine() -> dict:
+    mem = None
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem = f"{int(line.split()[1]) // 1024 // 1024} GiB"
+    return {"cpus": os.cpu_count(), "memory": mem, "platform": platform.platform(),
+            "python": platform.python_version()}
+
+
+def write_json(path: str, data: dict) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(json.dumps(data, indent=2, default=str))
+
+
+def print_table(headers: list[str], rows: list[list]) -> None:
+    """A plain aligned table on stdout (benchmarks run in CI logs and terminals alike)."""
+    cells = [[str(h) for h in headers]] + [[f"{c:.1f}" if isinstance(c, float) else str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    for k, r in enumerate(cells):
+        print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))))
+        if k == 0:
+            print("  ".join("-" * w for w in widths))

@@ -1,0 +1,19 @@
+"""The benchmarks run end to end at a tiny scale (their numbers are not checked here: benchmarks
+print and write them; tests only prove the scripts work and verify their views)."""
+from __future__ import annotations
+
+import json
+
+
+def test_devices_benchmark_runs_and_verifies(server_dsn, tmp_path):
+    from idivm.bench.devices import main
+
+    out = tmp_path / "devices.json"
+    code = main(["--dsn", server_dsn, "--scale", "0.0005", "--rounds", "1", "--diff", "20",
+                 "--sweep", "joins", "--out", str(out)])
+    assert code == 0
+    data = json.loads(out.read_text())
+    assert data["views_equal_recomputation"] is True
+    assert [r["params"]["joins"] for r in data["results"]["joins"]] == [2, 3, 4, 5, 6]
+    assert (tmp_path / "devices_joins.png").stat().st_size > 0
+    assert set(data["results"]["default"][0]["views"]) == {"V", "V'"}
