@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .capture import drop_capture, ensure_capture
-from .catalog.migrate import catalog_installed, upgrade_catalog
+from .catalog.migrate import HEAD, catalog_installed, catalog_revision, upgrade_catalog
 from .algebra.plan import BRANCH_COLUMN, Aggregate, Union, base_tables, format_plan
 from .compile.aggregate import cache_name
 from .compile.materialize import create_tables
@@ -53,6 +53,7 @@ class Engine:
         self.dsn = dsn
         self.dsn_source = source
         self.sa = sa.create_engine(sqlalchemy_url(dsn), pool_pre_ping=True)
+        self._catalog_ok = False  # checked once per Engine: installed and at this idivm's revision
 
     def close(self) -> None:
         self.sa.dispose()
@@ -63,10 +64,18 @@ class Engine:
         with self.sa.begin() as conn:
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(7411)"))
             upgrade_catalog(conn)
+        self._catalog_ok = False
 
     def _require_catalog(self, conn: Connection) -> None:
+        if self._catalog_ok:
+            return
         if not catalog_installed(conn):
             raise IdivmError("idivm's catalog is not installed in this database; run `idivm init` first")
+        revision = catalog_revision(conn)
+        if revision != HEAD:
+            raise IdivmError(f"idivm's catalog is at revision {revision}, this idivm needs {HEAD}; "
+                             "run `idivm init` to upgrade it")
+        self._catalog_ok = True
 
     def _view(self, conn: Connection, name: str) -> sa.Row:
         self._require_catalog(conn)
@@ -149,8 +158,9 @@ class Engine:
             ), {"v": view_id, "p": pos, "a": ds.scan, "c": captured[(ds.table.schema, ds.table.name)], "k": ds.kind,
                 "at": json.dumps(list(ds.attrs)), "cond": ds.conditional, "l": ds.label()})
         for pos, st in enumerate(script.statements):
-            conn.execute(sa.text("INSERT INTO idivm.script_statements VALUES (:v, :p, :ph, :pu, :sql)"),
-                         {"v": view_id, "p": pos, "ph": st.phase, "pu": st.purpose, "sql": st.sql})
+            conn.execute(sa.text("INSERT INTO idivm.script_statements (view_id, position, phase, purpose, sql, "
+                                 "driven_by) VALUES (:v, :p, :ph, :pu, :sql, :dr)"),
+                         {"v": view_id, "p": pos, "ph": st.phase, "pu": st.purpose, "sql": st.sql, "dr": st.driven_by})
         for pos, text in enumerate(script.derivations):
             conn.execute(sa.text("INSERT INTO idivm.derivations VALUES (:v, :p, :t)"), {"v": view_id, "p": pos, "t": text})
         create_tables(conn, target)

@@ -131,3 +131,16 @@ def test_cli_errors_are_one_line_without_traceback(fresh_db, base):
     r = subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", "host=127.0.0.1 port=1 user=x dbname=x", "list"],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and r.stderr.startswith("error: cannot reach the database")
+
+
+def test_an_older_catalog_asks_for_init_and_init_upgrades_it(engine, base, fresh_db):
+    engine.register_view("v", "SELECT pid, price FROM parts")
+    base.execute("ALTER TABLE idivm.script_statements DROP COLUMN driven_by")  # as revision 0001 left it
+    base.execute("UPDATE idivm.alembic_version SET version_num = '0001'")
+    old = idivm.connect(fresh_db)
+    with pytest.raises(idivm.IdivmError, match=r"catalog is at revision 0001, this idivm needs 0002; run `idivm init`"):
+        old.maintain("v")
+    old.init()
+    base.execute("UPDATE parts SET price = 1")
+    assert old.verify("v").ok
+    old.close()

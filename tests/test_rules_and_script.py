@@ -179,3 +179,12 @@ def test_non_key_and_theta_joins_are_many_to_many():
     assert "many-to-many" in many_to_many(_plan([], tables))  # a cross product
     # part of a composite key is not enough: dp's rows per device are many
     assert "many-to-many" in many_to_many(_plan(["dp.did = d.did"], {"d": DEVICES, "dp": DP, "p": PARTS}))
+
+
+def test_catalog_head_names_the_newest_migration():
+    from pathlib import Path
+
+    from idivm.catalog import migrate
+
+    versions = sorted(p.stem.split("_")[0] for p in (Path(migrate.__file__).parent / "migrations" / "versions").glob("0*.py"))
+    assert migrate.HEAD == versions[-1]

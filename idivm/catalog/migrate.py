@@ -17,6 +17,17 @@ def upgrade_catalog(conn: Connection) -> None:
     command.upgrade(cfg, "head")
 
 
+HEAD = "0002"  # the newest revision under migrations/versions (checked by a test)
+
+
+def catalog_revision(conn: Connection) -> str | None:
+    from sqlalchemy import text
+
+    if not conn.execute(text("SELECT to_regclass('idivm.alembic_version') IS NOT NULL")).scalar():
+        return None
+    return conn.execute(text("SELECT version_num FROM idivm.alembic_version")).scalar()
+
+
 def catalog_installed(conn: Connection) -> bool:
     from sqlalchemy import text
 

@@ -138,6 +138,7 @@ def aggregate_script(t: AggregateTarget, cache_script: DeltaScript) -> DeltaScri
                 phase=st.phase, purpose=f"cache: {st.purpose}  (records affected groups)",
                 sql=f"WITH {ident('changed')} AS (\n{st.sql}\nRETURNING {returning})\n"
                     f"INSERT INTO {t.affected} SELECT * FROM {ident('changed')}",
+                driven_by=st.driven_by,
             ))
     script.derivations.append(
         "γ (general rule, Table 7; non-blocking): each i-diff of its input marks the groups it touches;\n"

@@ -62,10 +62,11 @@ def affected_group_statements(t) -> list[Statement]:
         out.append(Statement(
             phase=0, purpose=f"affected groups: post-state groups of inserted/updated {s.alias} rows",
             sql=f"INSERT INTO {t.affected} ({cols})\nSELECT DISTINCT {', '.join(key_list(bind))}\n"
-                f"FROM {', '.join(froms)}\nWHERE {_where(filters)}"))
+                f"FROM {', '.join(froms)}\nWHERE {_where(filters)}", driven_by=cache.captured_id(s.alias)))
         pre = pre_state_rows(cache, s.alias, conds, key_list, s_filter=_relevant(cache, s.alias))
         out.append(Statement(
             phase=0, purpose=f"affected groups: pre-state groups of deleted/updated {s.alias} rows",
-            sql=f"INSERT INTO {t.affected} ({cols})\nSELECT DISTINCT {cols} FROM (\n  {pre}) AS {ident('p')}"))
+            sql=f"INSERT INTO {t.affected} ({cols})\nSELECT DISTINCT {cols} FROM (\n  {pre}) AS {ident('p')}",
+            driven_by=cache.captured_id(s.alias)))
     return out
 

@@ -137,7 +137,8 @@ def sum_script(t, cache_script: DeltaScript) -> DeltaScript:
             body = f"SELECT {', '.join([*(ident(k) for k in keys), sign, *(ident(a) for a in args)])} FROM {ch}"
         script.statements.append(Statement(
             phase=st.phase, purpose=f"cache: {st.purpose}  (records signed changes)",
-            sql=f"WITH {ch} AS (\n{st.sql}\nRETURNING {ret})\nINSERT INTO {changes}\n{body}"))
+            sql=f"WITH {ch} AS (\n{st.sql}\nRETURNING {ret})\nINSERT INTO {changes}\n{body}",
+            driven_by=st.driven_by))
 
     script.statements.append(Statement(
         phase=3, purpose="sum the signed changes per group", sql=f"INSERT INTO {groups}\n{per_group}"))

@@ -47,9 +47,12 @@ class Target:
     def tables(self) -> dict[str, TableInfo]:
         return {s.alias: s.table for s in scans(self.plan)}
 
-    def delta_of(self, scan: str) -> str:
+    def captured_id(self, scan: str) -> int:
         t = self.tables[scan]
-        return delta_table(self.captured[(t.schema, t.name)])
+        return self.captured[(t.schema, t.name)]
+
+    def delta_of(self, scan: str) -> str:
+        return delta_table(self.captured_id(scan))
 
     def base(self, scan: str) -> str:
         return f"{self.tables[scan].qualified} AS {ident(self.scan_alias[scan])}"

@@ -18,6 +18,8 @@ class Statement:
     phase: int
     purpose: str
     sql: str
+    # captured table whose i-diff drives the statement: if it is empty, the statement changes nothing
+    driven_by: int | None = None
 
 
 @dataclass

@@ -35,7 +35,8 @@ def subquery_statements(target: Target) -> list[Statement]:
     out: list[Statement] = []
     v, dd = ident(VIEW_ALIAS), ident(DIFF_ALIAS)
     for sq in target.plan.subqueries:
-        delta = delta_table(target.captured[(sq.table.schema, sq.table.name)])
+        cid = target.captured[(sq.table.schema, sq.table.name)]
+        delta = delta_table(cid)
         related = sorted({a for a, _ in refs(sq.affected()) if a in target.scan_alias})
         froms = [f"{delta} AS {dd}"] + [target.base(a) for a in related]
         by_id = [f"{ident(target.scan_alias[a])}.{ident(i.column)} = {v}.{ident(i.name)}"
@@ -46,6 +47,7 @@ def subquery_statements(target: Target) -> list[Statement]:
         out.append(Statement(
             phase=0, purpose=f"{label}: delete the outer rows it may affect, by ID",
             sql=f"DELETE FROM {target.table} AS {v}\nUSING {', '.join(froms)}\nWHERE {_where(by_id + [_changed(target, sq)])}",
+            driven_by=cid,
         ))
         bind = binder(target, None)
         filters = [bind(c) for c in conjuncts_below(target.plan)]
@@ -54,6 +56,7 @@ def subquery_statements(target: Target) -> list[Statement]:
         out.append(Statement(
             phase=2, purpose=f"{label}: re-derive those outer rows from the post-state",
             sql=insert_rows(target, None, [], filters, bind, from_sql=everything, id_image=None),
+            driven_by=cid,
         ))
     return out
 

@@ -43,7 +43,8 @@ def id_script(target: Target, minimized: bool = True) -> DeltaScript:
             d = m
             phase, sql = render_idiff(target, d)
             script.derivations.append("\n    ".join(d.trail) + f"\n    => {d.format()}")
-            script.statements.append(Statement(phase=phase, purpose=f"{schema.label()} -> {d.format()}", sql=sql))
+            script.statements.append(Statement(phase=phase, purpose=f"{schema.label()} -> {d.format()}", sql=sql,
+                                               driven_by=target.captured_id(schema.scan)))
     return script
 
 
@@ -115,11 +116,13 @@ def tuple_script(target: Target) -> DeltaScript:
         script.statements.append(Statement(
             phase=0, purpose=f"D-_V: pre-state view tuples with deleted/updated {s.alias} tuples",
             sql=f"DELETE FROM {target.table} AS {v}\nUSING (\n  {pre_state_view_ids(target, s.alias, pre_conds)}) AS {x}\nWHERE {match}",
+            driven_by=target.captured_id(s.alias),
         ))
         bind_post = binder(target, s.alias)
         filters = [f"{ident(DIFF_ALIAS)}.{ident('kind')} IN ('I', 'U')"] + [bind_post(c) for c in conds]
         script.statements.append(Statement(
             phase=2, purpose=f"D+_V: post-state view tuples with inserted/updated {s.alias} tuples",
             sql=insert_rows(target, s.alias, others, filters, bind_post),
+            driven_by=target.captured_id(s.alias),
         ))
     return script

@@ -33,16 +33,19 @@ def reflect_table(conn: Connection, schema: str | None, name: str) -> TableInfo:
             f'"{schema}.{name}" is {kinds.get(relkind, "not an ordinary table")}; '
             "idivm maintains views over ordinary tables only"
         )
+    # one round trip: every column with its type and its position in the primary key (maintenance
+    # reflects its base tables on every run, so this is on the hot path)
     rows = conn.execute(
         sa.text(
-            "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a "
+            "SELECT a.attname, format_type(a.atttypid, a.atttypmod), k.ord FROM pg_attribute a "
+            "LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary "
+            "LEFT JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON k.attnum = a.attnum "
             "WHERE a.attrelid = to_regclass(quote_ident(:s) || '.' || quote_ident(:n)) "
             "AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum"
         ),
         {"s": schema, "n": name},
     ).all()
-    pk = sa.inspect(conn).get_pk_constraint(name, schema=schema)
-    key = tuple(pk.get("constrained_columns") or ())
+    key = tuple(r[0] for r in sorted((r for r in rows if r[2] is not None), key=lambda r: r[2]))
     if not key:
         raise UnsupportedQuery(
             f'table "{schema}.{name}" has no primary key; ID-based maintenance identifies rows by their '

@@ -62,7 +62,8 @@ def maintain_view(engine: Engine, view_id: int, name: str,
             with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
                 with conn.begin():
                     _run(conn, view_id, report, before_commit)
-            _prune(engine, view_id)
+            if report.changes:  # nothing consumed, nothing to prune
+                _prune(engine, view_id)
         finally:
             lock_conn.execute(sa.text("SELECT pg_advisory_unlock(:c, :v)"), {"c": LOCK_CLASS, "v": view_id})
     return report
@@ -75,17 +76,20 @@ def _run(conn: Connection, view_id: int, report: MaintenanceReport, before_commi
     ), {"v": view_id}).one_or_none()
     if row is None:
         raise IdivmError(f"view {report.view} was dropped while being maintained")
+    changed: dict[int, int] = {}
     for t in view_inputs(conn, view_id):
         info = _table_info(conn, t)
-        n = build_instance(conn, view_id, t.id, t.log_table, info)
+        n = changed[t.id] = build_instance(conn, view_id, t.id, t.log_table, info)
         report.per_table[f"{t.schema_name}.{t.table_name}"] = n
         report.changes += n
     report.breakdown["i-diffs"] = time.perf_counter() - started
     if report.changes:
         stmts = conn.execute(sa.text(
-            "SELECT purpose, sql FROM idivm.script_statements WHERE view_id = :v ORDER BY phase, position"
+            "SELECT purpose, sql, driven_by FROM idivm.script_statements WHERE view_id = :v ORDER BY phase, position"
         ), {"v": view_id}).all()
         for st in stmts:
+            if st.driven_by is not None and not changed.get(st.driven_by):
+                continue  # its driving i-diff is empty: it would change nothing
             t0 = time.perf_counter()
             cur = run(conn, st.sql)
             report.breakdown["cache" if st.purpose.startswith("cache:") else "view"] += time.perf_counter() - t0
