@@ -119,15 +119,39 @@ bench = typer.Typer(no_args_is_help=True, help="Benchmarks reproducing the paper
 app.add_typer(bench, name="bench")
 
 
-@bench.command("devices", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def bench_devices(ctx: typer.Context):
-    """Figure 12: V and V' on devices/parts/devices_parts (options: see `--help` of scripts/bench_devices.py)."""
-    from .bench.devices import main as devices_main
-
+def _bench_args(ctx: typer.Context) -> list[str]:
+    """The benchmark's own options, passed through, plus the global --dsn."""
     args = list(ctx.args)
     if _state.get("dsn") and "--dsn" not in args:
         args += ["--dsn", _state["dsn"]]
-    raise typer.Exit(devices_main(args))
+    return args
+
+
+PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
+
+
+@bench.command("devices", context_settings=PASS_THROUGH)
+def bench_devices(ctx: typer.Context):
+    """Figure 12: V and V' on devices/parts/devices_parts (options: `idivm bench devices -- --help`)."""
+    from .bench.devices import main as devices_main
+
+    raise typer.Exit(devices_main(_bench_args(ctx)))
+
+
+@bench.command("writes", context_settings=PASS_THROUGH)
+def bench_writes(ctx: typer.Context):
+    """Single-row INSERT/UPDATE throughput with and without capture (options: `idivm bench writes -- --help`)."""
+    from .bench.writes import main as writes_main
+
+    raise typer.Exit(writes_main(_bench_args(ctx)))
+
+
+@bench.command("social", context_settings=PASS_THROUGH)
+def bench_social(ctx: typer.Context):
+    """Figures 9-10: eight social-analytics views, ID- vs tuple-based (options: `idivm bench social -- --help`)."""
+    from .bench.social import main as social_main
+
+    raise typer.Exit(social_main(_bench_args(ctx)))
 
 
 def main() -> None:

@@ -17,3 +17,26 @@ def test_devices_benchmark_runs_and_verifies(server_dsn, tmp_path):
     assert [r["params"]["joins"] for r in data["results"]["joins"]] == [2, 3, 4, 5, 6]
     assert (tmp_path / "devices_joins.png").stat().st_size > 0
     assert set(data["results"]["default"][0]["views"]) == {"V", "V'"}
+
+
+def test_social_benchmark_runs_and_verifies(server_dsn, tmp_path):
+    from idivm.bench.social import VIEWS, main
+
+    out = tmp_path / "social.json"
+    assert main(["--dsn", server_dsn, "--scale", "0.0003", "--rounds", "1", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert all(data["views_equal_recomputation"].values()) and len(data["views_equal_recomputation"]) == 16
+    assert set(data["results"]) == set(VIEWS)
+    assert (tmp_path / "social.png").stat().st_size > 0
+
+
+def test_writes_benchmark_runs_and_verifies(server_dsn, tmp_path):
+    from idivm.bench.writes import main
+
+    out = tmp_path / "writes.json"
+    assert main(["--dsn", server_dsn, "--scale", "0.001", "--seconds", "1", "--repeat", "1", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["views_equal_recomputation"] is True
+    assert [(r["workload"], r["clients"]) for r in data["results"]] == [
+        ("insert", 1), ("insert", 2), ("update", 1), ("update", 2)]
+    assert all(r["tps_no_view"]["median"] > 0 and r["tps_capture"]["median"] > 0 for r in data["results"])
