@@ -1,6 +1,7 @@
 """What every benchmark shares: a throwaway database, timing statistics, machine facts, output files."""
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -64,3 +65,28 @@ def print_table(headers: list[str], rows: list[list]) -> None:
         print("  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))))
         if k == 0:
             print("  ".join("-" * w for w in widths))
+
+
+def parser(doc: str, out: str) -> argparse.ArgumentParser:
+    """The options every benchmark has: where to run, where to write, whether to keep the database."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dsn", default=None, help="server to create the benchmark database on (default: idivm's)")
+    ap.add_argument("--out", default=out, help="JSON results (plots are written next to it)")
+    ap.add_argument("--keep", action="store_true", help="keep the benchmark database")
+    return ap
+
+
+def pyplot():
+    """matplotlib's pyplot, rendering to files only (benchmarks run headless)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save(fig, path: str) -> None:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    pyplot().close(fig)

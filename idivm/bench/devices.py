@@ -17,7 +17,6 @@ difference fails the benchmark.
 """
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 import time
@@ -25,7 +24,16 @@ import time
 import psycopg
 
 from .. import api
-from .common import machine, print_table, scratch_database, summary, write_json
+from .common import (
+    machine,
+    parser,
+    print_table,
+    pyplot,
+    save,
+    scratch_database,
+    summary,
+    write_json,
+)
 
 DEFAULTS = {"diff": 200, "selectivity": 0.2, "fanout": 10, "joins": 2}
 SWEEPS = {  # Figure 12a-d
@@ -128,11 +136,7 @@ def measure(dsn: str, db: psycopg.Connection, params: dict, rounds: int, seed: i
 def plot(results: list[dict], swept: str, path: str) -> None:
     """Figure 12's style: per parameter value, stacked bars (i-diffs / cache / view) for ID- and
     tuple-based maintenance beside full recomputation, for V and V'."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     xs = [r["params"][swept] for r in results]
     for ax, label in zip(axes, ("V", "V'")):
@@ -156,9 +160,7 @@ def plot(results: list[dict], swept: str, path: str) -> None:
         ax.set_ylabel("maintenance time (ms, log)")
         ax.set_title(f"{label}: ID-based vs tuple-based vs recomputation")
     axes[0].legend(fontsize=6, ncols=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def run(dsn: str | None = None, scale: float = 0.02, diff: int = 200, selectivity: float = 0.2, fanout: int = 10,
@@ -229,8 +231,7 @@ def run(dsn: str | None = None, scale: float = 0.02, diff: int = 200, selectivit
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dsn", default=None, help="server to create the benchmark database on (default: idivm's)")
+    ap = parser(__doc__, "bench-results/bench_devices.json")
     ap.add_argument("--scale", type=float, default=0.02, help="fraction of the paper's 5M/5M/50M rows")
     ap.add_argument("--diff", type=int, default=DEFAULTS["diff"], help="d: price updates per maintenance")
     ap.add_argument("--selectivity", type=float, default=DEFAULTS["selectivity"], help="s: share of phones")
@@ -238,7 +239,5 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--joins", type=int, default=DEFAULTS["joins"], help="j: joins (2 = the paper's view)")
     ap.add_argument("--rounds", type=int, default=5, help="measured maintenances per configuration")
     ap.add_argument("--sweep", default="", help="parameters to sweep as in Figure 12: diff,joins,selectivity,fanout or all")
-    ap.add_argument("--out", default="bench-results/bench_devices.json")
-    ap.add_argument("--keep", action="store_true", help="keep the benchmark database")
     a = ap.parse_args(argv)
     return run(a.dsn, a.scale, a.diff, a.selectivity, a.fanout, a.joins, a.rounds, a.sweep, a.out, a.keep)

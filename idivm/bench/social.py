@@ -15,7 +15,6 @@ tweetsnum and favornum, then maintains every view ID-based and tuple-based and r
 """
 from __future__ import annotations
 
-import argparse
 import random
 import sys
 import time
@@ -23,7 +22,16 @@ import time
 import psycopg
 
 from .. import api
-from .common import machine, print_table, scratch_database, summary, write_json
+from .common import (
+    machine,
+    parser,
+    print_table,
+    pyplot,
+    save,
+    scratch_database,
+    summary,
+    write_json,
+)
 
 RANGE = "BETWEEN 1000 AND 6000"  # a time range covering half of the tweets
 VIEWS = {
@@ -169,11 +177,7 @@ def run(dsn: str | None = None, scale: float = 0.01, friends: int = 10, diff: in
 
 def plot(results: dict, path: str) -> None:
     """Figure 10's style: speedup of ID-based over tuple-based maintenance per view."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     labels = list(results)
     fig, ax = plt.subplots(figsize=(7, 3.5))
     ax.bar(labels, [results[v]["speedup_tuple_over_id"] for v in labels], color="tab:blue")
@@ -183,20 +187,15 @@ def plot(results: dict, path: str) -> None:
                     ha="center", va="bottom", fontsize=7)
     ax.set_ylabel("speedup (tuple-based / ID-based)")
     ax.set_title("ID-based vs tuple-based IVM per view (label: ID-based time)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dsn", default=None, help="server to create the benchmark database on (default: idivm's)")
+    ap = parser(__doc__, "bench-results/bench_social.json")
     ap.add_argument("--scale", type=float, default=0.01, help="fraction of Figure 9a's sizes (1M users)")
     ap.add_argument("--friends", type=int, default=10, help="friends per user (the paper's ratio is 100)")
     ap.add_argument("--diff", type=int, default=100, help="user updates per round")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--views", default="", help="comma-separated subset of " + ", ".join(VIEWS))
-    ap.add_argument("--out", default="bench-results/bench_social.json")
-    ap.add_argument("--keep", action="store_true", help="keep the benchmark database")
     a = ap.parse_args(argv)
     return run(a.dsn, a.scale, a.friends, a.diff, a.rounds, a.views, a.out, a.keep)

@@ -10,7 +10,6 @@ inside every writing transaction.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import subprocess
@@ -21,7 +20,16 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from .. import api
-from .common import machine, print_table, scratch_database, summary, write_json
+from .common import (
+    machine,
+    parser,
+    print_table,
+    pyplot,
+    save,
+    scratch_database,
+    summary,
+    write_json,
+)
 
 VIEW = ("SELECT b.name, count(*) AS accounts, sum(a.balance) AS total "
         "FROM accounts a JOIN branches b ON b.bid = a.bid GROUP BY b.name")
@@ -129,11 +137,7 @@ def run(dsn: str | None = None, scale: float = 1.0, seconds: int = 10, repeat: i
 
 
 def plot(results: list[dict], path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 3.5))
     labels = [f"{r['workload']}, {r['clients']} client{'s' if r['clients'] > 1 else ''}" for r in results]
     xs = range(len(results))
@@ -147,18 +151,13 @@ def plot(results: list[dict], path: str) -> None:
     ax.set_ylabel("transactions / s")
     ax.set_title("single-row write throughput with deferred capture")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path)
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--dsn", default=None, help="server to create the benchmark database on (default: idivm's)")
+    ap = parser(__doc__, "bench-results/bench_writes.json")
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of 1M accounts rows")
     ap.add_argument("--seconds", type=int, default=10, help="duration of each pgbench run")
     ap.add_argument("--repeat", type=int, default=3, help="runs per workload, client count and mode")
-    ap.add_argument("--out", default="bench-results/bench_writes.json")
-    ap.add_argument("--keep", action="store_true", help="keep the benchmark database")
     a = ap.parse_args(argv)
     return run(a.dsn, a.scale, a.seconds, a.repeat, a.out, a.keep)
