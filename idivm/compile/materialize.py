@@ -43,10 +43,23 @@ def create_union_table(conn, t: UnionTarget) -> None:
 
 
 def create_tables(conn, target) -> None:
-    """Create and fill whatever a target consists of (SPJ view, UNION ALL, grouped view + cache)."""
+    """Create, fill and ANALYZE whatever a target consists of (SPJ view, UNION ALL, grouped view + cache):
+    without statistics the first maintenances' plans over a fresh cache or view can be far off."""
+    _create(conn, target)
+    for table in tables_of(target):
+        run(conn, f"ANALYZE {table}")
+
+
+def tables_of(target) -> list[str]:
+    if isinstance(target, AggregateTarget):
+        return ([] if target.agg.no_cache else tables_of(target.cache)) + [target.table]
+    return [target.table]
+
+
+def _create(conn, target) -> None:
     if isinstance(target, AggregateTarget):
         if not target.agg.no_cache:
-            create_tables(conn, target.cache)
+            _create(conn, target.cache)
         run(conn, f"CREATE TABLE {target.table} AS\n{group_select(target, restrict=False)}")
         if target.agg.keys:
             cols = ", ".join(ident(c) for c in target.agg.id_names)
