@@ -93,6 +93,8 @@ def pre_state_rows(target: Target, s: str, conds, outputs, s_filter: str | None 
                 mapping[o] = (alias, "pre__")
                 froms.append(f"{target.delta_of(o)} AS {ident(alias)}")
                 filters.append(f"{ident(alias)}.{ident('kind')} IN ('D', 'U')")
+                # a one-time filter: PostgreSQL skips the whole branch when o did not change
+                filters.append(f"EXISTS (SELECT 1 FROM {target.delta_of(o)} WHERE {ident('kind')} <> 'I')")
             else:  # o's unchanged rows
                 mapping[o] = (alias, "")
                 froms.append(target.base(o))
