@@ -92,19 +92,33 @@ def input_source(t: AggregateTarget) -> str:
     return t.cache.table
 
 
-def group_select(t: AggregateTarget, restrict: bool) -> str:
-    """The aggregate over the cache (or input): all groups, or only the affected ones. The
-    affected keys are joined as a DISTINCT set, so PostgreSQL drives index lookups from them."""
+def affected_rows(t: AggregateTarget, source: str) -> str:
+    """The input rows of the affected groups. Keys without NULLs are matched by plain equality,
+    which PostgreSQL can hash (many groups) or look up in an index (few); the rare keys with a
+    NULL use the null-safe form. The two sets of affected keys are disjoint."""
     c, a = ident(CACHE_ALIAS), ident("a")
+    keys = [ident(k) for k in t.agg.keys]
+    distinct = f"SELECT DISTINCT {', '.join(keys)} FROM {t.affected}"
+    equal = " AND ".join(f"{c}.{k} = {a}.{k}" for k in keys)
+    same = " AND ".join(same_key(f"{c}.{k}", f"{a}.{k}") for k in keys)
+    no_null = " AND ".join(f"{k} IS NOT NULL" for k in keys)
+    some_null = " OR ".join(f"{k} IS NULL" for k in keys)
+    return (f"SELECT {c}.* FROM {source} AS {c} JOIN ({distinct} WHERE {no_null}) AS {a} ON {equal}\n"
+            f"UNION ALL\n"
+            f"SELECT {c}.* FROM {source} AS {c} JOIN ({distinct} WHERE {some_null}) AS {a} ON {same}")
+
+
+def group_select(t: AggregateTarget, restrict: bool) -> str:
+    """The aggregate over the cache (or input): all groups, or only the affected ones."""
+    c = ident(CACHE_ALIAS)
     keys = t.agg.keys
     outs = [f"{bind_cache(e)} AS {ident(n)}" for n, e in t.agg.outputs]
     outs += [f"{c}.{ident(k)} AS {ident(h)}" for k, h in zip(keys, t.agg.id_names)]
     outs += [f"{agg} AS {ident(n)}" for n, agg in t.state_columns]
-    sql = f"SELECT {', '.join(outs)}\nFROM {input_source(t)} AS {c}"
+    source = input_source(t)
     if restrict and keys:
-        same = " AND ".join(same_key(f"{c}.{ident(k)}", f"{a}.{ident(k)}") for k in keys)
-        sql += (f"\nJOIN (SELECT DISTINCT {', '.join(ident(k) for k in keys)} FROM {t.affected}) AS {a}"
-                f"\n  ON {same}")
+        source = f"(\n{affected_rows(t, source)})"
+    sql = f"SELECT {', '.join(outs)}\nFROM {source} AS {c}"
     if keys:
         sql += "\nGROUP BY " + ", ".join(f"{c}.{ident(k)}" for k in keys)
     if t.agg.having is not None:
