@@ -15,7 +15,9 @@ def test_every_command(fresh_db, db, tmp_path):
     db.execute("INSERT INTO parts VALUES (1, 10), (2, 20)")
     assert cli(fresh_db, "init").returncode == 0
     assert cli(fresh_db, "init").returncode == 0  # idempotent
-    assert db.execute("SELECT version_num FROM idivm.alembic_version").fetchone()[0] == "0001"
+    from idivm.catalog.migrate import HEAD
+
+    assert db.execute("SELECT version_num FROM idivm.alembic_version").fetchone()[0] == HEAD
     f = tmp_path / "v.sql"
     f.write_text("SELECT pid, price * 2 AS double FROM parts WHERE price < 100\n")
     r = cli(fresh_db, "register-view", "public.cheap", "--file", str(f))
