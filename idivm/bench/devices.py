@@ -65,7 +65,7 @@ def load(db: psycopg.Connection, scale: float, selectivity: float, fanout: int, 
     db.execute("INSERT INTO devices SELECT g, CASE WHEN random() < %s THEN 'phone' ELSE 'tablet' END "
                "FROM generate_series(1, %s) g", (selectivity, n))
     db.execute("INSERT INTO parts SELECT g, (random() * 100)::int FROM generate_series(1, %s) g", (n,))
-    db.execute("INSERT INTO devices_parts SELECT DISTINCT d, 1 + ((d * 7919 + k * 104729) %% %s) "
+    db.execute("INSERT INTO devices_parts SELECT DISTINCT d, 1 + ((d::bigint * 7919 + k * 104729) %% %s) "
                "FROM generate_series(1, %s) d, generate_series(1, %s) k", (n, n, fanout))
     db.execute("CREATE INDEX ON devices_parts (pid)")  # what tuple-based IVM needs (Section 7)
     for i in range(1, joins - 1):  # vertically decomposed: 1-to-1 with devices_parts on (did, pid)

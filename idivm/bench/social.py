@@ -78,7 +78,7 @@ def load(db: psycopg.Connection, scale: float, friends: int) -> dict:
     db.execute("INSERT INTO users SELECT g, 'user' || g, (random() * 99)::int, (random() * 1000)::int, "
                "(random() * 1000)::int FROM generate_series(1, %s) g", (users,))
     db.execute("CREATE TABLE friendlist (uid int NOT NULL, fid int NOT NULL, PRIMARY KEY (uid, fid))")
-    db.execute("INSERT INTO friendlist SELECT DISTINCT u, 1 + ((u * 7919 + k * 104729) %% %s) "
+    db.execute("INSERT INTO friendlist SELECT DISTINCT u, 1 + ((u::bigint * 7919 + k * 104729) %% %s) "
                "FROM generate_series(1, %s) u, generate_series(1, %s) k", (users, users, friends))
     db.execute("CREATE TABLE microblog (mid int PRIMARY KEY, uid int NOT NULL, time int NOT NULL, topic int NOT NULL)")
     db.execute("INSERT INTO microblog SELECT g, 1 + (random() * (%s - 1))::int, (random() * 10000)::int, "
@@ -87,10 +87,10 @@ def load(db: psycopg.Connection, scale: float, friends: int) -> dict:
     db.execute("INSERT INTO retweets SELECT row_number() OVER (), m.mid, 1 + (random() * (%s - 1))::int, m.time + k "
                "FROM microblog m, generate_series(1, 2) k WHERE m.mid %% 10 = 0", (users,))
     db.execute("CREATE TABLE mentions (mid int NOT NULL, uid int NOT NULL, PRIMARY KEY (mid, uid))")
-    db.execute("INSERT INTO mentions SELECT DISTINCT m.mid, 1 + ((m.mid * 31 + k * 7) %% %s) "
+    db.execute("INSERT INTO mentions SELECT DISTINCT m.mid, 1 + ((m.mid::bigint * 31 + k * 7) %% %s) "
                "FROM microblog m, generate_series(1, 2) k WHERE m.mid %% 5 = 0", (users,))
     db.execute("CREATE TABLE rel_event_microblog (eid int NOT NULL, mid int NOT NULL, PRIMARY KEY (eid, mid))")
-    db.execute("INSERT INTO rel_event_microblog SELECT DISTINCT (m.mid * 13 + k) %% 5000, m.mid "
+    db.execute("INSERT INTO rel_event_microblog SELECT DISTINCT (m.mid::bigint * 13 + k) %% 5000, m.mid "
                "FROM microblog m, generate_series(1, 2) k WHERE m.mid %% 5 IN (%s, %s)", (1, 2))
     # the indexes tuple-based IVM needs to join from a changed user row (Section 7 assumes them)
     for t, c in (("friendlist", "fid"), ("microblog", "uid"), ("retweets", "uid"), ("retweets", "mid"),
