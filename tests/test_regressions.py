@@ -70,3 +70,19 @@ def test_with_inside_a_cte_body_is_inlined(engine, db):
     db.execute("DELETE FROM r0 WHERE k1 = 0")
     engine.maintain("v")
     assert_equal_multiset(db, "v", sql, ["x0"])
+
+
+def test_session_i_diff_tables_follow_a_column_change(engine, db):
+    """The i-diff instance tables live as long as the database session; when the base table's
+    columns change, the next maintenance on that session must rebuild them, not reuse the old shape."""
+    db.execute("CREATE TABLE r0 (k1 int PRIMARY KEY, a int)")
+    db.execute("INSERT INTO r0 VALUES (1, 1)")
+    sql = "SELECT s0.k1, s0.a FROM r0 AS s0 WHERE s0.a > 0"
+    engine.register_view("v", sql)
+    db.execute("UPDATE r0 SET a = 2")
+    engine.maintain("v")
+    db.execute("ALTER TABLE r0 ADD COLUMN b text")
+    db.execute("INSERT INTO r0 VALUES (2, 5, 'x')")
+    db.execute("UPDATE r0 SET a = 7 WHERE k1 = 1")
+    engine.maintain("v")  # same pooled connection, new column signature
+    assert_equal_multiset(db, "v", sql, ["k1", "a"])

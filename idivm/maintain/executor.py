@@ -25,7 +25,7 @@ from sqlalchemy.engine import Connection, Engine
 from ..errors import IdivmError
 from ..algebra.tables import TableInfo
 from ..sqltext import run
-from .instances import build_instance
+from .instances import build_instance, forget_instances
 
 LOCK_CLASS = 0x1D1B  # advisory lock namespace for view maintenance
 
@@ -60,8 +60,12 @@ def maintain_view(engine: Engine, view_id: int, name: str,
         lock_conn.execute(sa.text("SELECT pg_advisory_lock(:c, :v)"), {"c": LOCK_CLASS, "v": view_id})
         try:
             with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
-                with conn.begin():
-                    _run(conn, view_id, report, before_commit)
+                try:
+                    with conn.begin():
+                        _run(conn, view_id, report, before_commit)
+                except BaseException:
+                    forget_instances(conn)  # a rolled-back transaction may have created session tables
+                    raise
             if report.changes:  # nothing consumed, nothing to prune
                 _prune(engine, view_id)
         finally:

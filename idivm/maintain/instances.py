@@ -19,10 +19,19 @@ from ..algebra.tables import TableInfo
 from ..sqltext import ident, run
 
 
+SESSION_TABLES = "idivm_delta_tables"  # key in the DBAPI connection's info: captured id -> column signature
+
+
 def build_instance(conn, view_id: int, captured_id: int, log: str, info: TableInfo) -> int:
-    """Create and fill pg_temp.idivm_delta_<captured_id>; return its row count."""
+    """Fill pg_temp.idivm_delta_<captured_id> (created once per session); return its row count.
+
+    The table lives as long as the database session, emptied at every commit (ON COMMIT DELETE
+    ROWS), so maintenance does no DDL per run unless the base table's columns changed. The
+    signature of the columns it was created for is kept with the pooled connection;
+    forget_instances() drops that knowledge when a transaction that may have created one fails."""
     target = delta_table(captured_id)
-    run(conn, f"DROP TABLE IF EXISTS {target}")
+    known = conn.connection.info.setdefault(SESSION_TABLES, {})
+    signature = (info.columns, info.key)
     rowtype = f"NULL::{info.qualified}"
     keys = ", ".join(ident(k) for k in info.key)
     key_exprs = ", ".join(
@@ -32,8 +41,7 @@ def build_instance(conn, view_id: int, captured_id: int, log: str, info: TableIn
         [f"{ident('pre')}.{ident(c)} AS {ident('pre__' + c)}" for c in info.column_names]
         + [f"{ident('post')}.{ident(c)} AS {ident('post__' + c)}" for c in info.column_names]
     )
-    sql = f"""
-CREATE TEMP TABLE {target} ON COMMIT DROP AS
+    select = f"""
 WITH w AS (
   SELECT l.seq, l.old_row, l.new_row, {key_exprs}
   FROM {log} AS l
@@ -48,7 +56,14 @@ FROM f
 CROSS JOIN LATERAL jsonb_populate_record({rowtype}, f.first_old) AS {ident('pre')}
 CROSS JOIN LATERAL jsonb_populate_record({rowtype}, f.last_new) AS {ident('post')}
 WHERE f.first_old IS DISTINCT FROM f.last_new"""
-    cur = run(conn, sql)
-    n = cur.rowcount
+    if known.get(captured_id) != signature:
+        run(conn, f"DROP TABLE IF EXISTS {target}")
+        run(conn, f"CREATE TEMP TABLE {target} ON COMMIT DELETE ROWS AS {select}\nWITH NO DATA")
+        known[captured_id] = signature
+    n = run(conn, f"INSERT INTO {target} {select}").rowcount
     run(conn, f"ANALYZE {target}")
     return n
+
+
+def forget_instances(conn) -> None:
+    conn.connection.info.pop(SESSION_TABLES, None)
