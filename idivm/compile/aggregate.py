@@ -20,7 +20,7 @@ from sqlglot import exp
 
 from ..algebra.plan import AGG_MARK, Aggregate
 from ..sqltext import DIALECT, ident, qualified
-from .render import VIEW_ALIAS, Target
+from .render import VIEW_ALIAS, Target, full_query
 from .script import DeltaScript, Statement
 
 if TYPE_CHECKING:
@@ -86,8 +86,6 @@ def same_key(a: str, b: str) -> str:
 def input_source(t: AggregateTarget) -> str:
     """What the aggregate reads: its intermediate cache, or (footnote 6) its SPJ input itself."""
     if t.agg.no_cache:
-        from .render import full_query
-
         return f"(\n{full_query(t.cache)})"
     return t.cache.table
 

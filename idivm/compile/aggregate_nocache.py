@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ..algebra.plan import conjuncts_below, refs, scans
 from ..sqltext import ident
-from .render import DIFF_ALIAS, _where, binder
+from .render import DIFF_ALIAS, _where, binder, full_query
 from .script import Statement
 from .strategies import pre_state_rows
 
@@ -38,8 +38,6 @@ def _relevant(target, scan: str) -> str:
 
 
 def affected_group_statements(t) -> list[Statement]:
-    from .render import full_query
-
     cache = t.cache  # the input, as a Target that is never materialized
     keys = t.agg.keys
     key_exprs = dict(cache.plan.outputs)
@@ -53,17 +51,18 @@ def affected_group_statements(t) -> list[Statement]:
     def key_list(bind) -> list[str]:
         return [f"{bind(key_exprs[k])} AS {ident(k)}" for k in keys]
 
+    dd = ident(DIFF_ALIAS)
     for s in scans(cache.plan):
         others = [o.alias for o in scans(cache.plan) if o.alias != s.alias]
         bind = binder(cache, s.alias)
-        dd = ident(DIFF_ALIAS)
-        filters = [f"{dd}.{ident('kind')} IN ('I', 'U')", _relevant(cache, s.alias)] + [bind(c) for c in conds]
+        relevant = _relevant(cache, s.alias)
+        filters = [f"{dd}.{ident('kind')} IN ('I', 'U')", relevant] + [bind(c) for c in conds]
         froms = [f"{cache.delta_of(s.alias)} AS {dd}"] + [cache.base(o) for o in others]
         out.append(Statement(
             phase=0, purpose=f"affected groups: post-state groups of inserted/updated {s.alias} rows",
             sql=f"INSERT INTO {t.affected} ({cols})\nSELECT DISTINCT {', '.join(key_list(bind))}\n"
                 f"FROM {', '.join(froms)}\nWHERE {_where(filters)}", driven_by=cache.captured_id(s.alias)))
-        pre = pre_state_rows(cache, s.alias, conds, key_list, s_filter=_relevant(cache, s.alias))
+        pre = pre_state_rows(cache, s.alias, conds, key_list, s_filter=relevant)
         out.append(Statement(
             phase=0, purpose=f"affected groups: pre-state groups of deleted/updated {s.alias} rows",
             sql=f"INSERT INTO {t.affected} ({cols})\nSELECT DISTINCT {cols} FROM (\n  {pre}) AS {ident('p')}",

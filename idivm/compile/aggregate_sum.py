@@ -28,8 +28,8 @@ from sqlglot import exp
 
 from ..algebra.plan import AGG_MARK
 from ..sqltext import DIALECT, ident
-from .aggregate import same_key
-from .render import VIEW_ALIAS
+from .aggregate import CACHE_ALIAS, same_key
+from .render import VIEW_ALIAS, full_query
 from .script import DeltaScript, Statement
 
 STATE_N = "__idivm_n"
@@ -46,8 +46,8 @@ def state_count(col: str) -> str:
 
 
 def state_columns(args: dict[str, bool]) -> list[tuple[str, str]]:
-    """(view column, aggregate over the cache aliased c that fills it) for every operator cache."""
-    c = ident("c")
+    """(view column, aggregate over the cache (aliased CACHE_ALIAS) that fills it) for every operator cache."""
+    c = ident(CACHE_ALIAS)
     out = [(STATE_N, "count(*)")]
     for col, summed in args.items():
         if summed:
@@ -59,8 +59,6 @@ def state_columns(args: dict[str, bool]) -> list[tuple[str, str]]:
 def choose_rule(target, column_types) -> None:
     """Set target.sum_args if the specialized rules apply: supported aggregates, and every
     summed argument of an exact type. column_types(sql) gives the type OIDs of a query's columns."""
-    from .render import full_query
-
     args = target.agg.sum_count_args()
     if args is None:
         return

@@ -114,8 +114,7 @@ def _own_key_subquery(w: exp.Expression, d: IDiff):
     if eqs is None:
         return None
     rest = [_rename(c, alias, d.origin) for c in conds if not any(c is e for e in eqs)]
-    if any(c.find(exp.Column) and any(col.table not in (d.origin,) and not col.table.startswith(PRE_MARK)
-                                      for col in c.find_all(exp.Column)) for c in rest):
+    if any(col.table != d.origin and not col.table.startswith(PRE_MARK) for c in rest for col in c.find_all(exp.Column)):
         return None  # φ reads other scans: not a pure filter on the i-diff
     return negated, (conj(rest) if rest else exp.true())
 
