@@ -140,6 +140,25 @@ class Aggregate:
     def id_names(self) -> list[str]:
         return [f"__idivm_{k}" for k in self.keys]
 
+    def never_null_keys(self) -> frozenset[str]:
+        """Group keys that cannot be NULL: a column of a base table that is declared NOT NULL or in
+        its primary key (joins are inner, so nothing below makes it NULL), or a COALESCE with such
+        an argument (NATURAL/USING joins). Their affected groups are matched by plain equality,
+        which PostgreSQL can hash or look up in an index."""
+        if not isinstance(self.cache, Project):
+            return frozenset()  # a UNION cache: left nullable (a branch may differ)
+        by_alias = {s.alias: s.table for s in scans(self.cache)}
+
+        def never_null(e: exp.Expression) -> bool:
+            if isinstance(e, exp.Paren):
+                return never_null(e.this)
+            if isinstance(e, exp.Coalesce):
+                return any(never_null(a) for a in [e.this, *e.expressions])
+            return isinstance(e, exp.Column) and e.table in by_alias and by_alias[e.table].never_null(e.name)
+
+        out = dict(self.cache.outputs)
+        return frozenset(k for k in self.keys if k in out and never_null(out[k]))
+
     def sum_count_args(self) -> dict[str, bool] | None:
         """If every aggregate is COUNT(*), COUNT(a), SUM(a) or AVG(a) (no DISTINCT) and there is
         no HAVING, the cache columns they read, each with whether it is summed; else None.

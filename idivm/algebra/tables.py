@@ -8,12 +8,17 @@ from ..sqltext import qualified
 
 @dataclass(frozen=True)
 class TableInfo:
-    """A base table: where it is, its columns (name, SQL type) in order, and its primary key."""
+    """A base table: where it is, its columns (name, SQL type) in order, its primary key, and which
+    other columns are declared NOT NULL (group keys that cannot be NULL are matched by plain equality)."""
 
     schema: str
     name: str
     columns: tuple[tuple[str, str], ...]
     key: tuple[str, ...]
+    not_null: frozenset[str] = frozenset()
+
+    def never_null(self, column: str) -> bool:
+        return column in self.key or column in self.not_null
 
     @property
     def qualified(self) -> str:

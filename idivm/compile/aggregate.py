@@ -77,10 +77,21 @@ def bind_cache(e: exp.Expression) -> str:
     return e.copy().transform(fn).sql(DIALECT)
 
 
-def same_key(a: str, b: str) -> str:
-    """Null-safe equality of two group-key values, written so that PostgreSQL can still use an
-    index on either side (a BitmapOr of `= b` and `IS NULL`); IS NOT DISTINCT FROM cannot."""
-    return f"({a} = {b} OR ({a} IS NULL AND {b} IS NULL))"
+def same_key(a: str, b: str, nullable: bool = True) -> str:
+    """Equality of two group-key values. A key that can be NULL needs the null-safe form, written so
+    that PostgreSQL can still use an index on either side (a BitmapOr of `= b` and `IS NULL`; IS NOT
+    DISTINCT FROM cannot), but that costs an index probe per group and cannot be hashed; a key that
+    cannot (Aggregate.never_null_keys) gets plain equality."""
+    return f"({a} = {b} OR ({a} IS NULL AND {b} IS NULL))" if nullable else f"{a} = {b}"
+
+
+def match_keys(t: "AggregateTarget", left: str, right: str, left_names: list[str] | None = None) -> str:
+    """`left` and `right` rows have the same group (left's key columns named left_names, else as the
+    keys); TRUE for a global aggregate."""
+    never_null = t.agg.never_null_keys()
+    names = left_names or t.agg.keys
+    return " AND ".join(same_key(f"{left}.{ident(n)}", f"{right}.{ident(k)}", k not in never_null)
+                        for n, k in zip(names, t.agg.keys)) or "TRUE"
 
 
 def input_source(t: AggregateTarget) -> str:
@@ -98,7 +109,9 @@ def affected_rows(t: AggregateTarget, source: str) -> str:
     keys = [ident(k) for k in t.agg.keys]
     distinct = f"SELECT DISTINCT {', '.join(keys)} FROM {t.affected}"
     equal = " AND ".join(f"{c}.{k} = {a}.{k}" for k in keys)
-    same = " AND ".join(same_key(f"{c}.{k}", f"{a}.{k}") for k in keys)
+    if set(t.agg.keys) <= t.agg.never_null_keys():
+        return f"SELECT {c}.* FROM {source} AS {c} JOIN ({distinct}) AS {a} ON {equal}"
+    same = match_keys(t, c, a)
     no_null = " AND ".join(f"{k} IS NOT NULL" for k in keys)
     some_null = " OR ".join(f"{k} IS NULL" for k in keys)
     return (f"SELECT {c}.* FROM {source} AS {c} JOIN ({distinct} WHERE {no_null}) AS {a} ON {equal}\n"
@@ -158,7 +171,7 @@ def aggregate_script(t: AggregateTarget, cache_script: DeltaScript) -> DeltaScri
         + ("the base tables (no cache, footnote 6)" if t.agg.no_cache else "the intermediate cache"))
     v, a = ident(VIEW_ALIAS), ident("a")
     if keys:
-        same = " AND ".join(same_key(f"{v}.{ident(h)}", f"{a}.{ident(k)}") for k, h in zip(keys, t.agg.id_names))
+        same = match_keys(t, v, a, t.agg.id_names)
         delete = (f"DELETE FROM {t.table} AS {v}\nUSING (SELECT DISTINCT {', '.join(ident(k) for k in keys)} "
                   f"FROM {t.affected}) AS {a}\nWHERE {same}")
     else:

@@ -28,7 +28,7 @@ from sqlglot import exp
 
 from ..algebra.plan import AGG_MARK
 from ..sqltext import DIALECT, ident
-from .aggregate import CACHE_ALIAS, same_key
+from .aggregate import CACHE_ALIAS, match_keys
 from .render import VIEW_ALIAS, full_query
 from .script import DeltaScript, Statement
 
@@ -153,11 +153,12 @@ def sum_script(t, cache_script: DeltaScript) -> DeltaScript:
     sets = [f"{ident(n)} = {new_value(n).sql(DIALECT)}" for n in states]
     sets += [f"{ident(n)} = {over_state(e, new_value, lambda k: _col(VIEW_ALIAS, key_of[k]))}"
              for n, e in t.agg.outputs if e.find(exp.AggFunc)]
-    match = " AND ".join(same_key(f"{v}.{ident(key_of[k])}", f"{x}.{ident(k)}") for k in keys) or "TRUE"
+    match = match_keys(t, v, x, t.agg.id_names)
     if keys:
         script.statements.append(Statement(
             phase=3, purpose="Δ-V: groups whose last row went (n reaches 0)",
-            sql=f"DELETE FROM {t.table} AS {v}\nUSING {groups} AS {x}\nWHERE {match} AND "
+            # only a group whose count went down can reach 0 (a row of the view has n > 0)
+            sql=f"DELETE FROM {t.table} AS {v}\nUSING {groups} AS {x}\nWHERE {x}.{ident(STATE_N)} < 0 AND {match} AND "
                 f"{new_value(STATE_N).sql(DIALECT)} = 0"))
     script.statements.append(Statement(
         phase=3, purpose="ΔuV: apply the sums to the operator caches, recompute SUM/COUNT/AVG (Tables 9, 11, 12)",

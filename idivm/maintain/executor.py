@@ -19,11 +19,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from ..errors import IdivmError
-from ..algebra.tables import TableInfo
+from ..frontend.reflect import columns_json, table_info
 from ..sqltext import run
 from .instances import build_instance, forget_instances
 
@@ -46,10 +47,14 @@ class MaintenanceReport:
                 f"{self.rows_affected} view rows touched in {self.seconds * 1000:.1f} ms")
 
 
-def view_inputs(conn: Connection, view_id: int) -> list[sa.Row]:
+def view_inputs(conn: Connection, view_id: int, reflect: bool = False) -> list[sa.Row]:
+    """The captured tables a view reads; with reflect, also their current columns (see columns_json)."""
+    columns = columns_json("to_regclass(quote_ident(c.schema_name) || '.' || quote_ident(c.table_name))")
     return conn.execute(sa.text(
-        "SELECT c.id, c.schema_name, c.table_name, c.key_columns, c.log_table FROM idivm.view_inputs vi "
-        "JOIN idivm.captured_tables c ON c.id = vi.captured_table_id WHERE vi.view_id = :v ORDER BY c.id"
+        "SELECT c.id, c.schema_name, c.table_name, c.key_columns, c.log_table"
+        + (f", {columns} AS columns" if reflect else "")
+        + " FROM idivm.view_inputs vi JOIN idivm.captured_tables c ON c.id = vi.captured_table_id "
+        "WHERE vi.view_id = :v ORDER BY c.id"
     ), {"v": view_id}).all()
 
 
@@ -62,36 +67,47 @@ def maintain_view(engine: Engine, view_id: int, name: str,
             with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
                 try:
                     with conn.begin():
-                        _run(conn, view_id, report, before_commit)
+                        inputs = _run(conn, view_id, report, before_commit)
                 except BaseException:
                     forget_instances(conn)  # a rolled-back transaction may have created session tables
                     raise
             if report.changes:  # nothing consumed, nothing to prune
-                _prune(engine, view_id)
+                _prune(lock_conn, inputs)
         finally:
             lock_conn.execute(sa.text("SELECT pg_advisory_unlock(:c, :v)"), {"c": LOCK_CLASS, "v": view_id})
     return report
 
 
-# Δ-script statements are driven by small i-diffs: index lookups from them are almost always the right
-# plan, but with the default random_page_cost (4, for spinning disks) PostgreSQL often prefers to scan a
-# whole cache or view instead (V' of bench_social: 52 ms -> 21 ms for one cache update). Lowered for the
-# maintenance transaction only, never raised.
-PLANNER_SETTINGS = ("SELECT set_config('random_page_cost', "
-                    "CAST(least(CAST(current_setting('random_page_cost') AS float8), 1.1) AS text), true)")
+# Settings local to the maintenance transaction.
+# - Δ-script statements are driven by small i-diffs: index lookups from them are almost always the right
+#   plan, but with the default random_page_cost (4, for spinning disks) PostgreSQL often prefers to scan a
+#   whole cache or view instead (V' of bench_social: 52 ms -> 21 ms for one cache update). Lowered, never
+#   raised.
+# - synchronous_commit off: the commit does not wait for its WAL flush (about 4 ms of a 35 ms maintenance
+#   here). This is safe for a maintenance transaction: a crash can lose only a whole recent one (PostgreSQL
+#   never applies part of a transaction), and a lost maintenance also loses its new snapshot, so the
+#   next maintenance consumes the same log rows again. The logs are written by the application's own
+#   (synchronous) transactions and are never at risk.
+TRANSACTION_SETTINGS = (
+    "SELECT set_config('random_page_cost', "
+    "CAST(least(CAST(current_setting('random_page_cost') AS float8), 1.1) AS text), true), "
+    "set_config('synchronous_commit', 'off', true)"
+)
 
 
-def _run(conn: Connection, view_id: int, report: MaintenanceReport, before_commit) -> None:
+def _run(conn: Connection, view_id: int, report: MaintenanceReport, before_commit) -> list[sa.Row]:
+    """The maintenance transaction's work; returns the view's inputs (for pruning after commit)."""
     started = time.perf_counter()
-    conn.execute(sa.text(PLANNER_SETTINGS))
+    conn.execute(sa.text(TRANSACTION_SETTINGS))
     row = conn.execute(sa.text(
         "SELECT last_snapshot, CAST(pg_current_snapshot() AS text) AS now FROM idivm.views WHERE id = :v FOR UPDATE"
     ), {"v": view_id}).one_or_none()
     if row is None:
         raise IdivmError(f"view {report.view} was dropped while being maintained")
     changed: dict[int, int] = {}
-    for t in view_inputs(conn, view_id):
-        info = _table_info(conn, t)
+    inputs = view_inputs(conn, view_id, reflect=True)
+    for t in inputs:
+        info = table_info(t.schema_name, t.table_name, t.columns)
         n = changed[t.id] = build_instance(conn, view_id, t.id, t.log_table, info)
         report.per_table[f"{t.schema_name}.{t.table_name}"] = n
         report.changes += n
@@ -115,26 +131,25 @@ def _run(conn: Connection, view_id: int, report: MaintenanceReport, before_commi
         "UPDATE idivm.views SET last_snapshot = :s, last_maintained_at = now(), last_duration_ms = :ms, "
         "last_changes = :n WHERE id = :v"
     ), {"s": row.now, "ms": report.seconds * 1000, "n": report.changes, "v": view_id})
+    return inputs
 
 
-def _table_info(conn: Connection, t) -> TableInfo:
-    from ..frontend.reflect import reflect_table
-
-    return reflect_table(conn, t.schema_name, t.table_name)
-
-
-def _prune(engine: Engine, view_id: int) -> None:
-    """Delete log rows that every view over the table has consumed."""
+def _prune(conn: Connection, inputs: list[sa.Row]) -> None:
+    """Delete log rows that every view over the table has consumed (autocommit, one statement per log;
+    asynchronous commit: a prune lost in a crash is simply done again by the next one)."""
     try:
-        with engine.begin() as conn:
-            for t in view_inputs(conn, view_id):
+        conn.execute(sa.text("SET synchronous_commit = off"))
+        try:
+            for t in inputs:
                 run(conn, (
                     f"DELETE FROM {t.log_table} AS l WHERE NOT EXISTS (SELECT 1 FROM idivm.view_inputs AS vi "
                     "JOIN idivm.views AS v ON v.id = vi.view_id "
                     f"WHERE vi.captured_table_id = {int(t.id)} "
                     "AND NOT pg_visible_in_snapshot(l.xid, CAST(v.last_snapshot AS pg_snapshot)))"
                 ))
-    except sa.exc.DBAPIError:
+        finally:
+            conn.execute(sa.text("RESET synchronous_commit"))
+    except (sa.exc.DBAPIError, psycopg.Error):
         pass  # pruning is an optimisation; the rows are consumed again by nobody
 
 
