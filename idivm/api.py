@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .capture import drop_capture, ensure_capture
+from .capture.triggers import reinstall_functions
 from .catalog.migrate import HEAD, catalog_installed, catalog_revision, upgrade_catalog
 from .algebra.plan import BRANCH_COLUMN, Aggregate, Union, base_tables, format_plan
 from .compile.aggregate import cache_name
@@ -19,7 +20,9 @@ from .compile.strategies import STRATEGIES
 from .dsn import resolve_dsn, sqlalchemy_url
 from .errors import IdivmError, UnknownObject, first_line
 from .frontend.build_plan import compile_view_sql, parse_one
-from .maintain.executor import MaintenanceReport, maintain_view, pending_changes
+from .maintain.executor import MaintenanceReport, maintain_view
+from .operate.policy import DEFAULT, Policy, policy_of
+from .operate.status import ViewStatus, view_statuses
 from .names import parse_name
 from .sqltext import column_types, ident, qualified, run, string_literal
 
@@ -63,7 +66,10 @@ class Engine:
         """Install or upgrade the catalog schema (idempotent)."""
         with self.sa.begin() as conn:
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(7411)"))
+            before = catalog_revision(conn)
             upgrade_catalog(conn)
+            if before is not None and before != HEAD:
+                reinstall_functions(conn)  # capture functions as this idivm writes them
         self._catalog_ok = False
 
     def _require_catalog(self, conn: Connection) -> None:
@@ -152,6 +158,7 @@ class Engine:
         script = build_script(target, strategy, minimized)
         for cid in sorted(set(captured.values())):
             conn.execute(sa.text("INSERT INTO idivm.view_inputs VALUES (:v, :c)"), {"v": view_id, "c": cid})
+        reinstall_functions(conn, sorted(set(captured.values())))  # notify thresholds now count this view
         for pos, ds in enumerate(diff_schemas_of(plan)):
             conn.execute(sa.text(
                 "INSERT INTO idivm.diff_schemas VALUES (:v, :p, :a, :c, :k, CAST(:at AS json), :cond, :l)"
@@ -245,14 +252,50 @@ class Engine:
         return "\n\n".join(parts)
 
     def list(self) -> list[dict]:
+        return [{
+            "view": s.view, "strategy": s.strategy, "pending": s.state.pending,
+            "last_maintained_at": s.state.last_maintained_at, "last_duration_ms": s.last_duration_ms,
+            "last_changes": s.last_changes,
+        } for s in self.status()]
+
+    def status(self, default: Policy = DEFAULT) -> list[ViewStatus]:
+        """Per view: strategy, mode, policy, pending changes and the oldest one's age, last maintenance,
+        consecutive failures, staleness, and whether the scheduler would maintain it now."""
         with self.sa.connect() as conn:
             self._require_catalog(conn)
-            rows = conn.execute(sa.text("SELECT * FROM idivm.views ORDER BY schema_name, view_name")).all()
-            return [{
-                "view": f"{r.schema_name}.{r.view_name}", "strategy": r.strategy,
-                "pending": pending_changes(conn, r.id), "last_maintained_at": r.last_maintained_at,
-                "last_duration_ms": r.last_duration_ms, "last_changes": r.last_changes,
-            } for r in rows]
+            return view_statuses(conn, default)
+
+    def set_policy(self, name: str, every: float | None = None, max_pending: int | None = None,
+                   max_staleness: float | None = None, reset: bool = False) -> Policy:
+        """Store a view's maintenance policy (only the given settings change; reset=True first clears
+        all of them back to the defaults). Returns the effective policy."""
+        for label, value in (("--every", every), ("--max-staleness", max_staleness)):
+            if value is not None and not value > 0:
+                raise IdivmError(f"{label} must be a positive number of seconds, got {value}")
+        if max_pending is not None and max_pending < 1:
+            raise IdivmError(f"--max-pending must be at least 1, got {max_pending}")
+        with self.sa.begin() as conn:
+            row = self._view(conn, name)
+            if reset:
+                conn.execute(sa.text("UPDATE idivm.views SET policy_every = NULL, policy_max_pending = NULL, "
+                                     "policy_max_staleness = NULL WHERE id = :v"), {"v": row.id})
+            for column, value in (("policy_every", every), ("policy_max_pending", max_pending),
+                                  ("policy_max_staleness", max_staleness)):
+                if value is not None:
+                    conn.execute(sa.text(f"UPDATE idivm.views SET {column} = :x WHERE id = :v"), {"x": value, "v": row.id})
+            inputs = conn.execute(sa.text(
+                "SELECT captured_table_id FROM idivm.view_inputs WHERE view_id = :v"), {"v": row.id}).scalars().all()
+            reinstall_functions(conn, list(inputs))  # the NOTIFY threshold follows max_pending
+            return policy_of(conn.execute(sa.text("SELECT * FROM idivm.views WHERE id = :v"), {"v": row.id}).one())
+
+    def grant(self, name: str, role: str) -> None:
+        """Let a role read a maintained view (SELECT on its table, nothing else: not the catalog, the
+        caches or the logs, which it does not need to read the view)."""
+        with self.sa.begin() as conn:
+            row = self._view(conn, name)
+            if not conn.execute(sa.text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": role}).first():
+                raise UnknownObject(f'role "{role}" does not exist')
+            run(conn, f"GRANT SELECT ON {qualified(row.schema_name, row.view_name)} TO {ident(role)}")
 
     def drop_view(self, name: str) -> None:
         """Drop the maintained table, its script, and capture no other view needs."""
@@ -263,11 +306,15 @@ class Engine:
             run(conn, f"DROP TABLE IF EXISTS {qualified(row.schema_name, row.view_name)}")
             run(conn, f"DROP TABLE IF EXISTS {qualified('idivm', cache_name(row.id))}")
             conn.execute(sa.text("DELETE FROM idivm.views WHERE id = :v"), {"v": row.id})
+            kept = []
             for cid in inputs:
                 still = conn.execute(sa.text(
                     "SELECT 1 FROM idivm.view_inputs WHERE captured_table_id = :c"), {"c": cid}).first()
-                if not still:
+                if still:
+                    kept.append(cid)
+                else:
                     drop_capture(conn, cid)
+            reinstall_functions(conn, kept)  # notify thresholds without this view's policy
 
 
 def _indent(text: str) -> str:

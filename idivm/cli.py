@@ -100,6 +100,78 @@ def list_views():
     out.print(t)
 
 
+@app.command()
+def status(as_json: bool = typer.Option(False, "--json", help="one JSON object per view, in a list")):
+    """Per view: mode, pending changes and the oldest one's age, last maintenance, failures, staleness."""
+    from datetime import datetime, timezone
+
+    statuses = _engine().status()
+    now = datetime.now(timezone.utc)
+    if as_json:
+        import json
+
+        print(json.dumps([s.as_json(now) for s in statuses], indent=2, default=str))
+        return
+    t = Table("view", "strategy", "mode", "pending", "oldest pending", "last maintained", "took (ms)",
+              "failures", "stale", "policy", "next")
+    for s in statuses:
+        j = s.as_json(now)
+        age = j["oldest_pending_age_s"]
+        t.add_row(s.view, s.strategy, s.mode, str(s.state.pending), _age(age) if age is not None else "",
+                  _age((now - s.state.last_maintained_at).total_seconds()) + " ago" if s.state.last_maintained_at else "never",
+                  f"{s.last_duration_ms:.1f}" if s.last_duration_ms is not None else "",
+                  str(s.state.consecutive_failures) + (f" ({s.last_error})" if s.last_error else ""),
+                  f"yes: {s.stale_reason}" if s.state.stale else "no", str(s.policy),
+                  ("due: " if s.decision.due else "") + s.decision.reason)
+    out.print(t)
+
+
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+@app.command("set-policy")
+def set_policy(
+    name: str = typer.Argument(..., help="view name, optionally SCHEMA.NAME"),
+    every: Optional[float] = typer.Option(None, "--every", help="maintain at least every S seconds while changes wait"),
+    max_pending: Optional[int] = typer.Option(None, "--max-pending", help="maintain once N changes wait (wakes the scheduler)"),
+    max_staleness: Optional[float] = typer.Option(None, "--max-staleness", help="maintain before the oldest change is S seconds old"),
+    reset: bool = typer.Option(False, "--reset", help="back to the defaults first"),
+):
+    """Set when the scheduler maintains a view (settings not given keep their value)."""
+    policy = _engine().set_policy(name, every=every, max_pending=max_pending, max_staleness=max_staleness, reset=reset)
+    out.print(f"{name}: {policy}")
+
+
+@app.command()
+def schedule(
+    every: float = typer.Option(60.0, "--every", help="default seconds between maintenances of a view with "
+                                "pending changes (views without their own policy)"),
+    once: bool = typer.Option(False, "--once", help="one pass over the due views, then exit (exit 1 if one failed)"),
+    grace: float = typer.Option(10.0, "--grace", help="on SIGTERM/SIGINT, seconds the running maintenance may "
+                                "take before it is cancelled and rolled back"),
+):
+    """Run the scheduler: keep every view within its policy until SIGTERM/SIGINT (one JSON line per event)."""
+    from .operate.policy import DEFAULT, with_every
+    from .operate.worker import Worker
+
+    if not every > 0:
+        raise IdivmError(f"--every must be a positive number of seconds, got {every}")
+    raise typer.Exit(Worker(_engine(), with_every(DEFAULT, every), once=once, grace=grace).run())
+
+
+@app.command()
+def grant(name: str = typer.Argument(..., help="view name, optionally SCHEMA.NAME"),
+          role: str = typer.Argument(..., help="the role that may read it")):
+    """Let a role read a maintained view (SELECT on its table; no access to idivm's schema)."""
+    _engine().grant(name, role)
+    out.print(f"{role} may read {name}")
+
+
 @app.command("drop-view")
 def drop_view(name: str):
     """Drop a maintained view and the capture no other view needs."""
@@ -152,6 +224,14 @@ def bench_social(ctx: typer.Context):
     from .bench.social import main as social_main
 
     raise typer.Exit(social_main(_bench_args(ctx)))
+
+
+@bench.command("load", context_settings=PASS_THROUGH)
+def bench_load(ctx: typer.Context):
+    """Writers for 60 s under the scheduler: lag percentiles (options: `idivm bench load -- --help`)."""
+    from .bench.load import main as load_main
+
+    raise typer.Exit(load_main(_bench_args(ctx)))
 
 
 def main() -> None:

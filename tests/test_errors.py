@@ -7,6 +7,7 @@ import sys
 import pytest
 
 import idivm
+from idivm.catalog.migrate import HEAD
 
 
 @pytest.fixture
@@ -135,12 +136,21 @@ def test_cli_errors_are_one_line_without_traceback(fresh_db, base):
 
 def test_an_older_catalog_asks_for_init_and_init_upgrades_it(engine, base, fresh_db):
     engine.register_view("v", "SELECT pid, price FROM parts")
-    base.execute("ALTER TABLE idivm.script_statements DROP COLUMN driven_by")  # as revision 0001 left it
-    base.execute("UPDATE idivm.alembic_version SET version_num = '0001'")
+    with engine.sa.begin() as conn:  # the catalog as revision 0001 left it (alembic's own downgrades)
+        from alembic import command
+        from alembic.config import Config
+
+        from idivm.catalog.migrate import MIGRATIONS
+
+        cfg = Config()
+        cfg.set_main_option("script_location", str(MIGRATIONS))
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0001")
     old = idivm.connect(fresh_db)
-    with pytest.raises(idivm.IdivmError, match=r"catalog is at revision 0001, this idivm needs 0002; run `idivm init`"):
+    with pytest.raises(idivm.IdivmError, match=rf"catalog is at revision 0001, this idivm needs {HEAD}; run `idivm init`"):
         old.maintain("v")
     old.init()
     base.execute("UPDATE parts SET price = 1")
     assert old.verify("v").ok
+    assert old.status()[0].state.pending == 0 and old.status()[0].mode == "deferred"
     old.close()

@@ -14,7 +14,16 @@ transactions that committed between two snapshots (see maintain/instances).
   from a BEFORE TRUNCATE trigger.
 
 Rows are stored as jsonb so that later ALTER TABLE on the base table is not
-blocked by a column of its row type. The function is SECURITY DEFINER with a
+blocked by a column of its row type. ``logged_at`` (the writing transaction's
+start) gives the age of the oldest change a view has not consumed yet.
+
+Wake-up hint: when a statement's log rows cross a multiple of the table's
+notify threshold (the smallest max-pending policy of the views over it), the
+function sends ``NOTIFY idivm_changes`` with the captured table's id, so a
+sleeping scheduler maintains early. The threshold is baked into the function
+(no catalog read on the write path); install_function() rewrites it when
+policies change. Crossing a multiple is judged from the log's identity
+sequence, so it costs one currval() per statement and a NOTIFY only rarely. The function is SECURITY DEFINER with a
 fixed search_path: application roles need no rights on idivm's schema, and
 objects on their search_path cannot redirect it.
 """
@@ -33,11 +42,17 @@ def log_table(captured_id: int) -> str:
     return qualified("idivm", f"log_{captured_id}")
 
 
-def _function_body(info: TableInfo, log: str) -> str:
+NOTIFY_CHANNEL = "idivm_changes"
+
+
+def _function_body(info: TableInfo, captured_id: int, log: str, sequence: str, threshold: int) -> str:
     o, n = ident("o"), ident("n")
     first = ident(info.key[0])
     on = " AND ".join(f"{o}.{ident(k)} = {n}.{ident(k)}" for k in info.key)
     return f"""
+DECLARE
+  logged bigint;
+  last bigint;
 BEGIN
   IF TG_OP = 'INSERT' THEN
     INSERT INTO {log} (old_row, new_row) SELECT NULL, to_jsonb({n}.*) FROM idivm_new AS {n};
@@ -52,6 +67,13 @@ BEGIN
     WHERE p.old_row IS DISTINCT FROM p.new_row;
   ELSIF TG_OP = 'TRUNCATE' THEN
     INSERT INTO {log} (old_row, new_row) SELECT to_jsonb({o}.*), NULL FROM {info.qualified} AS {o};
+  END IF;
+  GET DIAGNOSTICS logged = ROW_COUNT;
+  IF logged > 0 THEN
+    last := currval({string_literal(sequence)}::regclass);
+    IF last / {int(threshold)} <> (last - logged) / {int(threshold)} THEN
+      PERFORM pg_notify({string_literal(NOTIFY_CHANNEL)}, {string_literal(str(int(captured_id)))});
+    END IF;
   END IF;
   RETURN NULL;
 END
@@ -76,12 +98,13 @@ def ensure_capture(conn: Connection, info: TableInfo) -> int:
     log = log_table(cid)
     fn = qualified("idivm", f"capture_{cid}")
     run(conn, f"CREATE TABLE {log} (xid xid8 NOT NULL DEFAULT pg_current_xact_id(), "
-        "seq bigint GENERATED ALWAYS AS IDENTITY, old_row jsonb, new_row jsonb)")
-    body = _function_body(info, log)
-    run(conn, 
-        f"CREATE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER "
-        f"SET search_path = pg_catalog, pg_temp AS {string_literal(body)}"
+        "seq bigint GENERATED ALWAYS AS IDENTITY, old_row jsonb, new_row jsonb, "
+        "logged_at timestamptz NOT NULL DEFAULT now())")
+    conn.execute(
+        sa.text("UPDATE idivm.captured_tables SET log_table = :l, capture_function = :f WHERE id = :id"),
+        {"l": log, "f": fn, "id": cid},
     )
+    install_function(conn, cid, info)
     t = info.qualified
     run(conn, f"CREATE TRIGGER idivm_capture_insert AFTER INSERT ON {t} REFERENCING NEW TABLE AS idivm_new "
                          f"FOR EACH STATEMENT EXECUTE FUNCTION {fn}()")
@@ -91,11 +114,35 @@ def ensure_capture(conn: Connection, info: TableInfo) -> int:
                          f"FOR EACH STATEMENT EXECUTE FUNCTION {fn}()")
     run(conn, f"CREATE TRIGGER idivm_capture_truncate BEFORE TRUNCATE ON {t} "
                          f"FOR EACH STATEMENT EXECUTE FUNCTION {fn}()")
-    conn.execute(
-        sa.text("UPDATE idivm.captured_tables SET log_table = :l, capture_function = :f WHERE id = :id"),
-        {"l": log, "f": fn, "id": cid},
-    )
     return cid
+
+
+def install_function(conn: Connection, captured_id: int, info: TableInfo) -> None:
+    """(Re)write the capture function of a captured table: its body follows this idivm's code and its
+    notify threshold the current policies (CREATE OR REPLACE: the triggers keep pointing at it)."""
+    from ..operate.policy import notify_threshold
+
+    row = conn.execute(sa.text("SELECT log_table, capture_function FROM idivm.captured_tables WHERE id = :id"),
+                       {"id": captured_id}).one()
+    sequence = conn.execute(sa.text("SELECT pg_get_serial_sequence(:l, 'seq')"), {"l": row.log_table}).scalar_one()
+    body = _function_body(info, captured_id, row.log_table, sequence, notify_threshold(conn, captured_id))
+    run(conn,
+        f"CREATE OR REPLACE FUNCTION {row.capture_function}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER "
+        f"SET search_path = pg_catalog, pg_temp AS {string_literal(body)}"
+    )
+
+
+def reinstall_functions(conn: Connection, captured_ids: list[int] | None = None) -> None:
+    """install_function for the given captured tables (all if None) whose base table still exists."""
+    from ..frontend.reflect import columns_json, table_info
+
+    columns = columns_json("to_regclass(quote_ident(c.schema_name) || '.' || quote_ident(c.table_name))")
+    rows = conn.execute(sa.text(
+        f"SELECT c.id, c.schema_name, c.table_name, {columns} AS columns FROM idivm.captured_tables c ORDER BY c.id"
+    )).all()
+    for r in rows:
+        if (captured_ids is None or r.id in captured_ids) and r.columns:
+            install_function(conn, r.id, table_info(r.schema_name, r.table_name, r.columns))
 
 
 def drop_capture(conn: Connection, captured_id: int) -> None:

@@ -58,24 +58,58 @@ def view_inputs(conn: Connection, view_id: int, reflect: bool = False) -> list[s
     ), {"v": view_id}).all()
 
 
+class Busy(IdivmError):
+    """Another session is maintaining this view right now (maintain_view with wait=False)."""
+
+
 def maintain_view(engine: Engine, view_id: int, name: str,
-                  before_commit: Callable[[Connection], None] | None = None) -> MaintenanceReport:
+                  before_commit: Callable[[Connection], None] | None = None, wait: bool = True,
+                  on_connection: Callable[[object], None] | None = None,
+                  is_failure: Callable[[BaseException], bool] | None = None) -> MaintenanceReport:
+    """Maintain one view (see the module docstring). wait=False raises Busy instead of queueing behind
+    another maintainer; on_connection receives the DBAPI connection of the maintenance transaction (the
+    scheduler cancels its query on shutdown). A failure is recorded in the view's catalog row
+    (consecutive_failures, last_error) unless is_failure says it was none (the scheduler's own
+    cancellation at shutdown) or the database connection itself was lost."""
     report = MaintenanceReport(view=name)
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as lock_conn:
-        lock_conn.execute(sa.text("SELECT pg_advisory_lock(:c, :v)"), {"c": LOCK_CLASS, "v": view_id})
+        lock = "pg_advisory_lock" if wait else "pg_try_advisory_lock"
+        got = lock_conn.execute(sa.text(f"SELECT {lock}(:c, :v)"), {"c": LOCK_CLASS, "v": view_id}).scalar()
+        if got is False:
+            raise Busy(f"view {name} is being maintained by another session")
         try:
             with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
+                if on_connection is not None:
+                    on_connection(conn.connection.driver_connection)
                 try:
                     with conn.begin():
                         inputs = _run(conn, view_id, report, before_commit)
-                except BaseException:
+                except BaseException as e:
                     forget_instances(conn)  # a rolled-back transaction may have created session tables
+                    if is_failure is None or is_failure(e):
+                        _record_failure(lock_conn, view_id, e)
                     raise
             if report.changes:  # nothing consumed, nothing to prune
                 _prune(lock_conn, inputs)
         finally:
-            lock_conn.execute(sa.text("SELECT pg_advisory_unlock(:c, :v)"), {"c": LOCK_CLASS, "v": view_id})
+            if not lock_conn.closed and not lock_conn.invalidated:
+                lock_conn.execute(sa.text("SELECT pg_advisory_unlock(:c, :v)"), {"c": LOCK_CLASS, "v": view_id})
     return report
+
+
+def _record_failure(conn: Connection, view_id: int, error: BaseException) -> None:
+    """Count a failed attempt in the catalog (autocommit), best effort: if the connection is gone too,
+    there is nothing to record it with, and the scheduler's reconnect loop takes over."""
+    from ..errors import first_line
+
+    if not isinstance(error, Exception):
+        return  # KeyboardInterrupt, SystemExit: the process is stopping, the view did nothing wrong
+    try:
+        conn.execute(sa.text(
+            "UPDATE idivm.views SET consecutive_failures = consecutive_failures + 1, last_error = :e, "
+            "last_attempt_at = now() WHERE id = :v"), {"e": first_line(error) or type(error).__name__, "v": view_id})
+    except Exception:
+        pass
 
 
 # Settings local to the maintenance transaction.
@@ -128,8 +162,8 @@ def _run(conn: Connection, view_id: int, report: MaintenanceReport, before_commi
         before_commit(conn)
     report.seconds = time.perf_counter() - started
     conn.execute(sa.text(
-        "UPDATE idivm.views SET last_snapshot = :s, last_maintained_at = now(), last_duration_ms = :ms, "
-        "last_changes = :n WHERE id = :v"
+        "UPDATE idivm.views SET last_snapshot = :s, last_maintained_at = now(), last_attempt_at = now(), "
+        "last_duration_ms = :ms, last_changes = :n, consecutive_failures = 0, last_error = NULL WHERE id = :v"
     ), {"s": row.now, "ms": report.seconds * 1000, "n": report.changes, "v": view_id})
     return inputs
 
@@ -151,14 +185,3 @@ def _prune(conn: Connection, inputs: list[sa.Row]) -> None:
             conn.execute(sa.text("RESET synchronous_commit"))
     except (sa.exc.DBAPIError, psycopg.Error):
         pass  # pruning is an optimisation; the rows are consumed again by nobody
-
-
-def pending_changes(conn: Connection, view_id: int) -> int:
-    """Log rows not yet consumed by this view (before folding)."""
-    total = 0
-    for t in view_inputs(conn, view_id):
-        total += run(conn, (
-            f"SELECT count(*) FROM {t.log_table} AS l WHERE NOT pg_visible_in_snapshot(l.xid, "
-            f"(SELECT CAST(v.last_snapshot AS pg_snapshot) FROM idivm.views AS v WHERE v.id = {int(view_id)}))"
-        )).fetchone()[0]
-    return total

@@ -1,0 +1,1 @@
+"""Running maintained views unattended: policies, status, the scheduler worker."""

@@ -1,0 +1,89 @@
+"""What `idivm status` and the scheduler know about each view, read in one snapshot.
+
+Pending changes are the committed log rows a view has not consumed (before folding several
+changes of one row into one); their age is that of the oldest one's writing transaction.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from .policy import DEFAULT, Decision, Policy, ViewState, decide, policy_of
+
+
+@dataclass
+class ViewStatus:
+    id: int
+    view: str  # schema.name
+    strategy: str
+    mode: str
+    policy: Policy
+    state: ViewState
+    decision: Decision
+    last_duration_ms: float | None
+    last_changes: int | None
+    last_error: str | None
+    stale_reason: str | None
+    inputs: list[str]  # schema.table of the base tables it reads
+
+    def as_json(self, now: datetime) -> dict:
+        s = self.state
+        age = (now - s.oldest_pending_at).total_seconds() if s.oldest_pending_at else None
+        return {
+            "view": self.view, "strategy": self.strategy, "mode": self.mode,
+            "pending_changes": s.pending, "oldest_pending_age_s": age,
+            "last_maintained_at": s.last_maintained_at.isoformat() if s.last_maintained_at else None,
+            "last_duration_ms": self.last_duration_ms, "last_changes": self.last_changes,
+            "consecutive_failures": s.consecutive_failures, "last_error": self.last_error,
+            "stale": s.stale, "stale_reason": self.stale_reason,
+            "policy": {"every_s": self.policy.every, "max_pending": self.policy.max_pending,
+                       "max_staleness_s": self.policy.max_staleness},
+            "due": self.decision.due, "due_reason": self.decision.reason,
+            "inputs": self.inputs,
+        }
+
+
+def now_utc(conn: Connection) -> datetime:
+    """The server's clock (the catalog's times are the server's; the client's may differ)."""
+    return conn.execute(sa.text("SELECT clock_timestamp()")).scalar_one().astimezone(timezone.utc)
+
+
+def view_statuses(conn: Connection, default: Policy = DEFAULT, now: datetime | None = None,
+                  view_ids: list[int] | None = None) -> list[ViewStatus]:
+    rows = conn.execute(sa.text("SELECT * FROM idivm.views ORDER BY schema_name, view_name")).all()
+    inputs = conn.execute(sa.text(
+        "SELECT vi.view_id, c.schema_name, c.table_name, c.log_table FROM idivm.view_inputs vi "
+        "JOIN idivm.captured_tables c ON c.id = vi.captured_table_id ORDER BY c.schema_name, c.table_name"
+    )).all()
+    now = now or now_utc(conn)
+    out = []
+    for r in rows:
+        if view_ids is not None and r.id not in view_ids:
+            continue
+        logs = [i for i in inputs if i.view_id == r.id]
+        pending, oldest = _pending(conn, r.id, [i.log_table for i in logs])
+        state = ViewState(pending=pending, oldest_pending_at=oldest, last_maintained_at=r.last_maintained_at,
+                          last_attempt_at=r.last_attempt_at, consecutive_failures=r.consecutive_failures,
+                          stale=r.stale_reason is not None)
+        policy = policy_of(r, default)
+        out.append(ViewStatus(
+            id=r.id, view=f"{r.schema_name}.{r.view_name}", strategy=r.strategy, mode=r.mode, policy=policy,
+            state=state, decision=decide(state, policy, now), last_duration_ms=r.last_duration_ms,
+            last_changes=r.last_changes, last_error=r.last_error, stale_reason=r.stale_reason,
+            inputs=[f"{i.schema_name}.{i.table_name}" for i in logs]))
+    return out
+
+
+def _pending(conn: Connection, view_id: int, logs: list[str]) -> tuple[int, datetime | None]:
+    """Committed log rows not yet consumed by the view, and the oldest one's time: one statement."""
+    if not logs:
+        return 0, None
+    snapshot = f"(SELECT CAST(v.last_snapshot AS pg_snapshot) FROM idivm.views AS v WHERE v.id = {int(view_id)})"
+    parts = [f"SELECT count(*) AS n, min(l.logged_at) AS oldest FROM {log} AS l "
+             f"WHERE NOT pg_visible_in_snapshot(l.xid, {snapshot})" for log in logs]
+    row = conn.exec_driver_sql(
+        "SELECT coalesce(sum(n), 0), min(oldest) FROM (" + " UNION ALL ".join(parts) + ") AS p").one()
+    return int(row[0]), row[1].astimezone(timezone.utc) if row[1] else None
