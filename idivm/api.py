@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .capture import drop_capture, ensure_capture
+from .capture.schema_changes import event_triggers_installed, install_event_triggers
 from .capture.triggers import reinstall_functions
 from .catalog.migrate import HEAD, catalog_installed, catalog_revision, upgrade_catalog
 from .algebra.plan import BRANCH_COLUMN, Aggregate, Union, base_tables, format_plan
@@ -20,7 +21,8 @@ from .compile.strategies import STRATEGIES
 from .dsn import resolve_dsn, sqlalchemy_url
 from .errors import IdivmError, UnknownObject, first_line
 from .frontend.build_plan import compile_view_sql, parse_one
-from .maintain.executor import MaintenanceReport, maintain_view
+from .maintain.executor import MaintenanceReport, Stale, maintain_view
+from .operate.dependencies import dependency_order, dependents, edges
 from .operate.policy import DEFAULT, Policy, policy_of
 from .operate.status import ViewStatus, view_statuses
 from .names import parse_name
@@ -70,6 +72,8 @@ class Engine:
             upgrade_catalog(conn)
             if before is not None and before != HEAD:
                 reinstall_functions(conn)  # capture functions as this idivm writes them
+            if before != HEAD or not event_triggers_installed(conn):
+                install_event_triggers(conn)  # needs a superuser; without one schema changes go unnoticed
         self._catalog_ok = False
 
     def _require_catalog(self, conn: Connection) -> None:
@@ -156,8 +160,11 @@ class Engine:
             "i": json.dumps(ids), "p": format_plan(plan)}).scalar_one()
         target = make_target(schema, view, plan, captured, view_id, column_types=lambda q: column_types(conn, q))
         script = build_script(target, strategy, minimized)
+        infos = {captured[(t.schema, t.name)]: t for t in base_tables(spj)}
         for cid in sorted(set(captured.values())):
-            conn.execute(sa.text("INSERT INTO idivm.view_inputs VALUES (:v, :c)"), {"v": view_id, "c": cid})
+            conn.execute(sa.text("INSERT INTO idivm.view_inputs (view_id, captured_table_id, columns) "
+                                 "VALUES (:v, :c, CAST(:cols AS json))"),
+                         {"v": view_id, "c": cid, "cols": json.dumps([list(c) for c in infos[cid].columns])})
         reinstall_functions(conn, sorted(set(captured.values())))  # notify thresholds now count this view
         for pos, ds in enumerate(diff_schemas_of(plan)):
             conn.execute(sa.text(
@@ -185,8 +192,19 @@ class Engine:
         return [(r.id, f"{r.schema_name}.{r.view_name}") for r in rows]
 
     def maintain(self, *names: str) -> list[MaintenanceReport] | MaintenanceReport:
-        """Bring the named views (all if none) up to date; one transaction per view."""
-        reports = [maintain_view(self.sa, vid, shown) for vid, shown in self._view_names(names)]
+        """Bring the named views (all if none) up to date; one transaction per view, a view after the
+        maintained views it reads (so a change reaches the top of a chain in one call)."""
+        views = dict(self._view_names(names))
+        with self.sa.connect() as conn:
+            order = dependency_order(list(views), edges(conn))
+        reports = []
+        for vid in order:
+            try:
+                reports.append(maintain_view(self.sa, vid, views[vid]))
+            except Stale as e:
+                if names:
+                    raise
+                reports.append(MaintenanceReport(view=views[vid], skipped=str(e)))  # the others go on
         return reports[0] if len(names) == 1 else reports
 
     def verify(self, name: str) -> VerifyResult:
@@ -301,20 +319,74 @@ class Engine:
         """Drop the maintained table, its script, and capture no other view needs."""
         with self.sa.begin() as conn:
             row = self._view(conn, name)
-            inputs = conn.execute(sa.text(
-                "SELECT captured_table_id FROM idivm.view_inputs WHERE view_id = :v"), {"v": row.id}).scalars().all()
-            run(conn, f"DROP TABLE IF EXISTS {qualified(row.schema_name, row.view_name)}")
-            run(conn, f"DROP TABLE IF EXISTS {qualified('idivm', cache_name(row.id))}")
-            conn.execute(sa.text("DELETE FROM idivm.views WHERE id = :v"), {"v": row.id})
-            kept = []
-            for cid in inputs:
-                still = conn.execute(sa.text(
-                    "SELECT 1 FROM idivm.view_inputs WHERE captured_table_id = :c"), {"c": cid}).first()
-                if still:
-                    kept.append(cid)
-                else:
-                    drop_capture(conn, cid)
-            reinstall_functions(conn, kept)  # notify thresholds without this view's policy
+            readers = dependents(conn, row.id)
+            if readers:
+                raise IdivmError(f'cannot drop "{name}": the maintained view(s) {", ".join(readers)} read it; '
+                                 "drop them first")
+            self._drop_locked(conn, row)
+
+    def _drop_locked(self, conn: Connection, row: sa.Row) -> None:
+        inputs = conn.execute(sa.text(
+            "SELECT captured_table_id FROM idivm.view_inputs WHERE view_id = :v"), {"v": row.id}).scalars().all()
+        run(conn, f"DROP TABLE IF EXISTS {qualified(row.schema_name, row.view_name)}")
+        run(conn, f"DROP TABLE IF EXISTS {qualified('idivm', cache_name(row.id))}")
+        conn.execute(sa.text("DELETE FROM idivm.views WHERE id = :v"), {"v": row.id})
+        kept = []
+        for cid in inputs:
+            still = conn.execute(sa.text(
+                "SELECT 1 FROM idivm.view_inputs WHERE captured_table_id = :c"), {"c": cid}).first()
+            if still:
+                kept.append(cid)
+            else:
+                drop_capture(conn, cid)
+        reinstall_functions(conn, kept)  # notify thresholds without this view's policy
+
+    def refresh(self, name: str) -> list[str]:
+        """Rebuild a view from its stored definition (after a schema change made it stale, or at will),
+        together with the views that read it, keeping name, strategy and policy. One transaction:
+        if a definition no longer compiles against the tables as they are now, the error names it and
+        nothing changes. Returns the rebuilt views, inputs first."""
+        with self.sa.connect() as conn:
+            row = self._view(conn, name)
+            reads = edges(conn)
+            members = {row.id} | _readers_closure(row.id, reads)
+            rows = {r.id: r for r in conn.execute(sa.text("SELECT * FROM idivm.views")).all() if r.id in members}
+            chain = [rows[v] for v in dependency_order(sorted(members), reads)]
+            tables: set[tuple[str, str]] = set()
+            for r in chain:
+                try:
+                    compiled = compile_view_sql(conn, r.definition)
+                except IdivmError as e:
+                    raise IdivmError(f'cannot refresh "{name}": the definition of {r.schema_name}.{r.view_name} no '
+                                     f"longer compiles: {e}") from None
+                tables |= {(t.schema, t.name) for t in base_tables(compiled.spj)}
+            tables -= {(r.schema_name, r.view_name) for r in chain}
+            conn.rollback()
+        with self.sa.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
+            with conn.begin():
+                for s, t in sorted(tables):  # as register_view: writers wait, no change slips through
+                    run(conn, f"LOCK TABLE {qualified(s, t)} IN SHARE ROW EXCLUSIVE MODE")
+                for r in reversed(chain):
+                    self._drop_locked(conn, r)
+                for r in chain:
+                    self._register_locked(conn, r.schema_name, r.view_name, r.definition, r.strategy, True)
+                    conn.execute(sa.text(
+                        "UPDATE idivm.views SET policy_every = :e, policy_max_pending = :p, policy_max_staleness = :s "
+                        "WHERE schema_name = :sc AND view_name = :n"),
+                        {"e": r.policy_every, "p": r.policy_max_pending, "s": r.policy_max_staleness,
+                         "sc": r.schema_name, "n": r.view_name})
+                reinstall_functions(conn)
+        return [f"{r.schema_name}.{r.view_name}" for r in chain]
+
+
+def _readers_closure(view_id: int, reads: dict[int, set[int]]) -> set[int]:
+    """Every view that reads view_id, directly or through other views."""
+    found: set[int] = set()
+    frontier = {view_id}
+    while frontier:
+        frontier = {v for v, inputs in reads.items() if inputs & frontier} - found
+        found |= frontier
+    return found
 
 
 def _indent(text: str) -> str:

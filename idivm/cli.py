@@ -172,6 +172,13 @@ def grant(name: str = typer.Argument(..., help="view name, optionally SCHEMA.NAM
     out.print(f"{role} may read {name}")
 
 
+@app.command()
+def refresh(name: str = typer.Argument(..., help="view name, optionally SCHEMA.NAME")):
+    """Rebuild a view (e.g. stale after a schema change) and the views that read it, from their definitions."""
+    for shown in _engine().refresh(name):
+        out.print(f"rebuilt {shown}")
+
+
 @app.command("drop-view")
 def drop_view(name: str):
     """Drop a maintained view and the capture no other view needs."""

@@ -94,6 +94,22 @@ class Project:
     stable: frozenset[str] = frozenset()
     subqueries: list[SubqueryPredicate] = field(default_factory=list)
 
+    def never_null_outputs(self) -> frozenset[str]:
+        """Outputs that cannot be NULL: a base column declared NOT NULL or in its primary key (joins
+        are inner, so nothing below makes it NULL), or a COALESCE with such an argument (NATURAL/USING
+        joins). Group keys among them are matched by plain equality; a maintained table declares
+        them NOT NULL, so that a grouped view over it can have a primary key."""
+        by_alias = {s.alias: s.table for s in scans(self)}
+
+        def never(e: exp.Expression) -> bool:
+            if isinstance(e, exp.Paren):
+                return never(e.this)
+            if isinstance(e, exp.Coalesce):
+                return any(never(a) for a in [e.this, *e.expressions])
+            return isinstance(e, exp.Column) and e.table in by_alias and by_alias[e.table].never_null(e.name)
+
+        return frozenset(n for n, e in self.outputs if never(e))
+
 
 @dataclass
 class Union:
@@ -147,17 +163,20 @@ class Aggregate:
         which PostgreSQL can hash or look up in an index."""
         if not isinstance(self.cache, Project):
             return frozenset()  # a UNION cache: left nullable (a branch may differ)
-        by_alias = {s.alias: s.table for s in scans(self.cache)}
+        return frozenset(k for k in self.keys if k in self.cache.never_null_outputs())
 
-        def never_null(e: exp.Expression) -> bool:
+    def never_null_outputs(self) -> frozenset[str]:
+        """Outputs of the grouped view that cannot be NULL: never-null group keys and COUNTs."""
+        keys = self.never_null_keys()
+
+        def never(e: exp.Expression) -> bool:
             if isinstance(e, exp.Paren):
-                return never_null(e.this)
-            if isinstance(e, exp.Coalesce):
-                return any(never_null(a) for a in [e.this, *e.expressions])
-            return isinstance(e, exp.Column) and e.table in by_alias and by_alias[e.table].never_null(e.name)
+                return never(e.this)
+            if isinstance(e, exp.Count):
+                return True
+            return isinstance(e, exp.Column) and e.table == AGG_MARK and e.name in keys
 
-        out = dict(self.cache.outputs)
-        return frozenset(k for k in self.keys if k in out and never_null(out[k]))
+        return frozenset(n for n, e in self.outputs if never(e))
 
     def sum_count_args(self) -> dict[str, bool] | None:
         """If every aggregate is COUNT(*), COUNT(a), SUM(a) or AVG(a) (no DISTINCT) and there is

@@ -156,7 +156,8 @@ def drop_capture(conn: Connection, captured_id: int) -> None:
     if exists:
         for trg in TRIGGERS:
             run(conn, f"DROP TRIGGER IF EXISTS {ident(trg)} ON {table}")
-    run(conn, f"DROP FUNCTION IF EXISTS {row.capture_function}()")
+    # CASCADE: the triggers on the table, should it have been renamed (so not found above)
+    run(conn, f"DROP FUNCTION IF EXISTS {row.capture_function}() CASCADE")
     run(conn, f"DROP TABLE IF EXISTS {row.log_table}")
     conn.execute(sa.text("DELETE FROM idivm.captured_tables WHERE id = :id"), {"id": captured_id})
 

@@ -20,8 +20,16 @@ def create_spj_table(conn, target: Target) -> None:
     plan = target.plan
     run(conn, f"CREATE TABLE {target.table} {WITH_STORAGE} AS\n{full_query(target)}")
     run(conn, f"ALTER TABLE {target.table} ADD PRIMARY KEY ({', '.join(ident(i.name) for i in plan.ids)})")
+    declare_not_null(conn, target.table, plan.never_null_outputs())
     index_scan_ids(conn, target.table, plan)
     index_group_keys(conn, target.table, plan)
+
+
+def declare_not_null(conn, table: str, columns) -> None:
+    """NOT NULL on output columns that cannot be NULL (one ALTER, one scan): a view over this one
+    then knows it too (its group keys get plain equality, its table a primary key)."""
+    if columns:
+        run(conn, f"ALTER TABLE {table} " + ", ".join(f"ALTER COLUMN {ident(c)} SET NOT NULL" for c in sorted(columns)))
 
 
 def index_scan_ids(conn, table: str, plan) -> None:
@@ -70,7 +78,12 @@ def _create(conn, target) -> None:
         run(conn, f"CREATE TABLE {target.table} {WITH_STORAGE} AS\n{group_select(target, restrict=False)}")
         if target.agg.keys:
             cols = ", ".join(ident(c) for c in target.agg.id_names)
-            run(conn, f"CREATE UNIQUE INDEX ON {target.table} ({cols}) NULLS NOT DISTINCT")
+            declare_not_null(conn, target.table, target.agg.never_null_outputs())
+            if set(target.agg.keys) <= target.agg.never_null_keys():
+                # a primary key: other views may then read this one (capture needs a key)
+                run(conn, f"ALTER TABLE {target.table} ADD PRIMARY KEY ({cols})")
+            else:
+                run(conn, f"CREATE UNIQUE INDEX ON {target.table} ({cols}) NULLS NOT DISTINCT")
     elif isinstance(target, UnionTarget):
         create_union_table(conn, target)
     else:

@@ -42,7 +42,11 @@ class MaintenanceReport:
     # seconds spent building the i-diff instances, maintaining the intermediate cache, and the view
     breakdown: dict[str, float] = field(default_factory=lambda: {"i-diffs": 0.0, "cache": 0.0, "view": 0.0})
 
+    skipped: str | None = None  # why the view was not maintained (maintaining all views skips stale ones)
+
     def __str__(self) -> str:
+        if self.skipped:
+            return f"{self.view}: skipped: {self.skipped}"
         return (f"{self.view}: {self.changes} effective changes, {self.statements} statements, "
                 f"{self.rows_affected} view rows touched in {self.seconds * 1000:.1f} ms")
 
@@ -60,6 +64,11 @@ def view_inputs(conn: Connection, view_id: int, reflect: bool = False) -> list[s
 
 class Busy(IdivmError):
     """Another session is maintaining this view right now (maintain_view with wait=False)."""
+
+
+class Stale(IdivmError):
+    """The view's base tables changed shape (capture/schema_changes.py): its Δ-script no longer
+    applies; `idivm refresh` rebuilds it."""
 
 
 def maintain_view(engine: Engine, view_id: int, name: str,
@@ -102,8 +111,8 @@ def _record_failure(conn: Connection, view_id: int, error: BaseException) -> Non
     there is nothing to record it with, and the scheduler's reconnect loop takes over."""
     from ..errors import first_line
 
-    if not isinstance(error, Exception):
-        return  # KeyboardInterrupt, SystemExit: the process is stopping, the view did nothing wrong
+    if not isinstance(error, Exception) or isinstance(error, Stale):
+        return  # the process is stopping, or the view waits for a refresh: no failed attempt
     try:
         conn.execute(sa.text(
             "UPDATE idivm.views SET consecutive_failures = consecutive_failures + 1, last_error = :e, "
@@ -134,10 +143,14 @@ def _run(conn: Connection, view_id: int, report: MaintenanceReport, before_commi
     started = time.perf_counter()
     conn.execute(sa.text(TRANSACTION_SETTINGS))
     row = conn.execute(sa.text(
-        "SELECT last_snapshot, CAST(pg_current_snapshot() AS text) AS now FROM idivm.views WHERE id = :v FOR UPDATE"
+        "SELECT last_snapshot, stale_reason, CAST(pg_current_snapshot() AS text) AS now FROM idivm.views "
+        "WHERE id = :v FOR UPDATE"
     ), {"v": view_id}).one_or_none()
     if row is None:
         raise IdivmError(f"view {report.view} was dropped while being maintained")
+    if row.stale_reason is not None:
+        raise Stale(f"view {report.view} is stale ({row.stale_reason}); run `idivm refresh {report.view}` "
+                    "to rebuild it from its definition")
     changed: dict[int, int] = {}
     inputs = view_inputs(conn, view_id, reflect=True)
     for t in inputs:

@@ -5,6 +5,8 @@ One pass reads every view's status (operate/status.py) in one snapshot, maintain
 While asleep it LISTENs on the capture functions' channel: a log crossing a view's max-pending
 threshold wakes it at once.
 
+- Views over views: a view is maintained after the maintained views it reads, and re-examined
+  when one of them changed earlier in the same pass, so a change climbs a chain in one pass.
 - Several workers may run: each view is maintained under its advisory lock, taken without
   waiting (a view another worker is busy with is skipped, not queued), so no view is ever
   maintained twice at once and workers spread over the views.
@@ -35,6 +37,7 @@ from ..capture.triggers import NOTIFY_CHANNEL
 from ..errors import first_line
 from ..maintain.executor import Busy, maintain_view
 from ..sqltext import ident
+from .dependencies import dependency_order, edges
 from .policy import DEFAULT, Policy
 from .status import ViewStatus, view_statuses
 
@@ -134,16 +137,22 @@ class Worker:
         with self.engine.sa.connect() as conn:
             self.engine._require_catalog(conn)
             statuses = view_statuses(conn, self.default)
-        for s in order(statuses):
+            reads = edges(conn)
+        maintained: set[int] = set()
+        for s in order(statuses, reads):
             if self.stopping.is_set():
                 break
+            if reads.get(s.id, set()) & maintained:  # a view it reads just changed: look again
+                with self.engine.sa.connect() as conn:
+                    s = view_statuses(conn, self.default, view_ids=[s.id])[0]
             if s.decision.due and s.mode == "deferred":
-                self._maintain(s)
+                if self._maintain(s):
+                    maintained.add(s.id)
         waits = [s.decision.wait for s in statuses if s.decision.wait is not None and not s.decision.due]
         waits += [s.policy.every for s in statuses]
         return max(min(waits + [MAX_SLEEP]), 0.05)
 
-    def _maintain(self, s: ViewStatus) -> None:
+    def _maintain(self, s: ViewStatus) -> bool:
         age = s.state.oldest_pending_at
         lag = (datetime.now(timezone.utc) - age).total_seconds() if age else None
         try:
@@ -151,22 +160,23 @@ class Worker:
                                    is_failure=lambda e: not self.stopping.is_set())
         except Busy:
             self.log("busy", view=s.view)
-            return
+            return False
         except Exception as e:
             if connection_lost(e):
                 raise
             if self.stopping.is_set():
                 self.log("cancelled", view=s.view, error=first_line(e))  # rolled back at shutdown
-                return
+                return False
             self.failures += 1
             self.log("failed", view=s.view, reason=s.decision.reason, error=first_line(e),
                      consecutive_failures=s.state.consecutive_failures + 1)
-            return
+            return False
         finally:
             self._current = None
         self.log("maintained", view=s.view, reason=s.decision.reason, pending=s.state.pending,
                  oldest_pending_age_s=round(lag, 3) if lag is not None else None, changes=report.changes,
                  statements=report.statements, rows=report.rows_affected, ms=round(report.seconds * 1000, 2))
+        return True
 
     def _started(self, dbapi_connection) -> None:
         self._current = dbapi_connection
@@ -210,6 +220,9 @@ class Worker:
         list(self._listener.notifies(timeout=0.01))
 
 
-def order(statuses: list[ViewStatus]) -> list[ViewStatus]:
-    """The order views are maintained in within a pass: most pending changes first."""
-    return sorted(statuses, key=lambda s: (-s.state.pending, s.view))
+def order(statuses: list[ViewStatus], reads: dict[int, set[int]]) -> list[ViewStatus]:
+    """The order views are maintained in within a pass: most pending changes first, but every view
+    after the maintained views it reads."""
+    by_id = {s.id: s for s in statuses}
+    ranked = [s.id for s in sorted(statuses, key=lambda s: (-s.state.pending, s.view))]
+    return [by_id[v] for v in dependency_order(ranked, reads)]

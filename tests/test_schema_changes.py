@@ -1,0 +1,94 @@
+"""Schema changes under maintained views: ALTER/DROP of what a view uses marks it stale (event
+triggers), maintenance refuses it with the reason, status shows it, `idivm refresh` rebuilds it
+(and the views over it); harmless DDL leaves views alone; drop-view cleans up after a rename."""
+from __future__ import annotations
+
+import pytest
+
+import idivm
+from helpers import assert_equal_multiset
+
+SQL = "SELECT p.pid, p.price, s.name FROM parts p JOIN suppliers s ON s.sid = p.sid WHERE p.price > 2"
+COLS = ["pid", "price", "name"]
+
+
+@pytest.fixture
+def tables(db):
+    db.execute("CREATE TABLE suppliers (sid int PRIMARY KEY, name text NOT NULL)")
+    db.execute("CREATE TABLE parts (pid int PRIMARY KEY, sid int NOT NULL, price int, note text)")
+    db.execute("INSERT INTO suppliers VALUES (1, 'a'), (2, 'b')")
+    db.execute("INSERT INTO parts SELECT g, 1 + g % 2, g % 6, 'n' FROM generate_series(1, 20) g")
+    return db
+
+
+def _stale(engine, name="public.v"):
+    return {s.view: s.stale_reason for s in engine.status()}[name]
+
+
+def test_harmless_ddl_leaves_views_alone(engine, tables):
+    engine.register_view("v", SQL)
+    tables.execute("ALTER TABLE parts ADD COLUMN extra int DEFAULT 7")
+    tables.execute("CREATE INDEX ON parts (price)")
+    tables.execute("ALTER TABLE parts ALTER COLUMN note SET DEFAULT 'x'")
+    tables.execute("CREATE TABLE unrelated (id int PRIMARY KEY)")
+    tables.execute("DROP TABLE unrelated")
+    assert _stale(engine) is None
+    tables.execute("INSERT INTO parts VALUES (100, 2, 5, 'y', 1)")
+    engine.maintain("v")  # the i-diff tables follow the new column
+    assert_equal_multiset(tables, "v", SQL, COLS)
+
+
+@pytest.mark.parametrize("ddl, reason", [
+    ("ALTER TABLE parts DROP COLUMN note", "column(s) note of base table public.parts were dropped"),
+    ("ALTER TABLE parts RENAME COLUMN price TO cost", "column(s) price of base table public.parts"),
+    ("ALTER TABLE parts ALTER COLUMN price TYPE numeric", "column(s) price of base table public.parts"),
+    ("ALTER TABLE suppliers RENAME TO vendors", "base table public.suppliers was renamed to public.vendors"),
+    ("ALTER TABLE parts DROP CONSTRAINT parts_pkey", "the primary key of base table public.parts changed"),
+    ("DROP TABLE suppliers", "base table public.suppliers was dropped"),
+    ("DROP TABLE v", "its table public.v was dropped"),
+])
+def test_changes_to_what_a_view_uses_make_it_stale(engine, tables, ddl, reason):
+    engine.register_view("v", SQL)
+    tables.execute("UPDATE parts SET price = 5 WHERE pid = 1")
+    tables.execute(ddl)
+    assert reason in _stale(engine)
+    with pytest.raises(idivm.IdivmError, match=r"view public.v is stale \(.*\); run `idivm refresh public.v`"):
+        engine.maintain("v")
+    [report] = engine.maintain()  # all views: the stale one is skipped, not fatal
+    assert report.skipped and "stale" in report.skipped
+    s = {s.view: s for s in engine.status()}["public.v"]
+    assert s.state.stale and not s.decision.due and s.state.consecutive_failures == 0
+
+
+def test_refresh_rebuilds_a_stale_view_and_the_views_over_it(engine, tables):
+    engine.register_view("v", SQL)
+    engine.register_view("per_name", "SELECT name, count(*) AS n FROM v GROUP BY name")
+    engine.set_policy("v", every=7)
+    tables.execute("ALTER TABLE parts ALTER COLUMN price TYPE bigint")
+    tables.execute("UPDATE parts SET price = price + 10 WHERE pid <= 5")
+    assert _stale(engine) is not None
+    assert engine.refresh("v") == ["public.v", "public.per_name"]
+    assert _stale(engine) is None and _stale(engine, "public.per_name") is None
+    assert {s.view: s.policy.every for s in engine.status()}["public.v"] == 7  # policy kept
+    assert_equal_multiset(tables, "v", SQL, COLS)
+    tables.execute("DELETE FROM parts WHERE pid > 15")
+    engine.maintain()
+    assert_equal_multiset(tables, "v", SQL, COLS)
+    assert_equal_multiset(tables, "per_name", f"SELECT name, count(*) AS n FROM ({SQL}) q GROUP BY name", ["name", "n"])
+
+
+def test_refresh_of_a_definition_that_no_longer_compiles_changes_nothing(engine, tables):
+    engine.register_view("v", SQL)
+    tables.execute("ALTER TABLE parts RENAME COLUMN price TO cost")
+    with pytest.raises(idivm.IdivmError, match='cannot refresh "v": the definition of public.v no longer compiles'):
+        engine.refresh("v")
+    assert "price" in _stale(engine)
+    assert tables.execute("SELECT count(*) FROM v").fetchone()[0] > 0  # still there, still stale
+
+
+def test_drop_view_after_a_rename_removes_capture(engine, tables):
+    engine.register_view("v", SQL)
+    tables.execute("ALTER TABLE parts RENAME TO parts_old")
+    engine.drop_view("v")
+    assert tables.execute("SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'idivm_capture_%'").fetchone()[0] == 0
+    tables.execute("INSERT INTO parts_old VALUES (500, 1, 1, 'z')")  # writes work without idivm
