@@ -21,7 +21,8 @@ from .compile.strategies import STRATEGIES
 from .dsn import resolve_dsn, sqlalchemy_url
 from .errors import IdivmError, UnknownObject, first_line
 from .frontend.build_plan import compile_view_sql, parse_one
-from .maintain.executor import MaintenanceReport, Stale, maintain_view
+from .maintain import immediate
+from .maintain.executor import LOCK_CLASS, MaintenanceReport, Stale, maintain_view, run_maintenance
 from .operate.dependencies import dependency_order, dependents, edges
 from .operate.policy import DEFAULT, Policy, policy_of
 from .operate.status import ViewStatus, view_statuses
@@ -99,12 +100,15 @@ class Engine:
         return row
 
     # -- registration ----------------------------------------------------------------------
-    def register_view(self, name: str, query: Any, strategy: str = "id", minimized: bool = True) -> None:
+    def register_view(self, name: str, query: Any, strategy: str = "id", minimized: bool = True,
+                      mode: str = "deferred") -> None:
         """Compile, create and materialize a maintained view; install capture on its base tables.
 
+        mode="immediate" maintains it inside every writing transaction (maintain/immediate.py).
         minimized=False skips pass 4 (only useful to test that minimization preserves results)."""
         if strategy not in STRATEGIES:
             raise IdivmError(f"unknown strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
+        _check_mode(mode)
         sql = _sql_text(query)
         self.init()
         schema, view = parse_name(name)
@@ -122,6 +126,8 @@ class Engine:
                     for s, t in sorted(tables):
                         run(conn, f"LOCK TABLE {qualified(s, t)} IN SHARE ROW EXCLUSIVE MODE")
                     self._register_locked(conn, schema, view, sql, strategy, minimized)
+                    if mode == "immediate":
+                        self._make_immediate_locked(conn, schema, view)
         except psycopg.Error as e:
             state = (e.sqlstate or "")[:2]
             if state == "22":  # data exception while filling the view: its own query failed
@@ -306,6 +312,40 @@ class Engine:
             reinstall_functions(conn, list(inputs))  # the NOTIFY threshold follows max_pending
             return policy_of(conn.execute(sa.text("SELECT * FROM idivm.views WHERE id = :v"), {"v": row.id}).one())
 
+    def set_mode(self, name: str, mode: str) -> None:
+        """Switch a view between deferred and immediate maintenance, in one transaction that holds its
+        base tables against writers: to immediate, the pending changes are applied first; to
+        deferred, everything committed so far counts as consumed."""
+        _check_mode(mode)
+        with self.sa.connect() as conn:
+            row = self._view(conn, name)
+            if row.mode == mode:
+                return
+            tables = conn.execute(sa.text(
+                "SELECT c.schema_name, c.table_name FROM idivm.view_inputs vi JOIN idivm.captured_tables c "
+                "ON c.id = vi.captured_table_id WHERE vi.view_id = :v ORDER BY 1, 2"), {"v": row.id}).all()
+            conn.rollback()
+        with self.sa.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
+            with conn.begin():
+                for t in tables:  # first: the snapshot below then sees every committed write, none in flight
+                    run(conn, f"LOCK TABLE {qualified(t.schema_name, t.table_name)} IN SHARE ROW EXCLUSIVE MODE")
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:c, :v)"), {"c": LOCK_CLASS, "v": row.id})
+                if mode == "immediate":
+                    report = MaintenanceReport(view=f"{row.schema_name}.{row.view_name}")
+                    run_maintenance(conn, row.id, report, None)  # catch up, in this transaction
+                    self._make_immediate_locked(conn, row.schema_name, row.view_name)
+                else:
+                    immediate.uninstall(conn, row.id)
+                    conn.execute(sa.text("UPDATE idivm.views SET mode = 'deferred', "
+                                         "last_snapshot = CAST(pg_current_snapshot() AS text) WHERE id = :v"),
+                                 {"v": row.id})
+
+    def _make_immediate_locked(self, conn: Connection, schema: str, view: str) -> None:
+        vid = conn.execute(sa.text("SELECT id FROM idivm.views WHERE schema_name = :s AND view_name = :n"),
+                           {"s": schema, "n": view}).scalar_one()
+        immediate.install(conn, vid)
+        conn.execute(sa.text("UPDATE idivm.views SET mode = 'immediate' WHERE id = :v"), {"v": vid})
+
     def grant(self, name: str, role: str) -> None:
         """Let a role read a maintained view (SELECT on its table, nothing else: not the catalog, the
         caches or the logs, which it does not need to read the view)."""
@@ -326,6 +366,7 @@ class Engine:
             self._drop_locked(conn, row)
 
     def _drop_locked(self, conn: Connection, row: sa.Row) -> None:
+        immediate.uninstall(conn, row.id)
         inputs = conn.execute(sa.text(
             "SELECT captured_table_id FROM idivm.view_inputs WHERE view_id = :v"), {"v": row.id}).scalars().all()
         run(conn, f"DROP TABLE IF EXISTS {qualified(row.schema_name, row.view_name)}")
@@ -370,6 +411,8 @@ class Engine:
                     self._drop_locked(conn, r)
                 for r in chain:
                     self._register_locked(conn, r.schema_name, r.view_name, r.definition, r.strategy, True)
+                    if r.mode == "immediate":
+                        self._make_immediate_locked(conn, r.schema_name, r.view_name)
                     conn.execute(sa.text(
                         "UPDATE idivm.views SET policy_every = :e, policy_max_pending = :p, policy_max_staleness = :s "
                         "WHERE schema_name = :sc AND view_name = :n"),
@@ -377,6 +420,14 @@ class Engine:
                          "sc": r.schema_name, "n": r.view_name})
                 reinstall_functions(conn)
         return [f"{r.schema_name}.{r.view_name}" for r in chain]
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise IdivmError(f"unknown mode {mode!r}; choose one of: {', '.join(MODES)}")
+
+
+MODES = ("deferred", "immediate")
 
 
 def _readers_closure(view_id: int, reads: dict[int, set[int]]) -> set[int]:

@@ -44,6 +44,8 @@ def register_view(
     sql: Optional[str] = typer.Option(None, "--sql", help="the defining SELECT"),
     file: Optional[Path] = typer.Option(None, "--file", help="file holding the defining SELECT"),
     strategy: str = typer.Option("id", "--strategy", help="id (ID-based, default) or tuple (tuple-based baseline)"),
+    mode: str = typer.Option("deferred", "--mode", help="deferred (maintain / schedule apply changes later) or "
+                             "immediate (inside every writing transaction)"),
 ):
     """Register a view: compile its Δ-script, create and fill its table, start capturing changes."""
     if (sql is None) == (file is None):
@@ -53,8 +55,8 @@ def register_view(
             sql = file.read_text()
         except OSError as e:
             raise IdivmError(f"cannot read {file}: {e.strerror}") from None
-    _engine().register_view(name, sql, strategy=strategy)
-    out.print(f"registered {name} (strategy {strategy})")
+    _engine().register_view(name, sql, strategy=strategy, mode=mode)
+    out.print(f"registered {name} (strategy {strategy}, {mode})")
 
 
 @app.command()
@@ -162,6 +164,14 @@ def schedule(
     if not every > 0:
         raise IdivmError(f"--every must be a positive number of seconds, got {every}")
     raise typer.Exit(Worker(_engine(), with_every(DEFAULT, every), once=once, grace=grace).run())
+
+
+@app.command("set-mode")
+def set_mode(name: str = typer.Argument(..., help="view name, optionally SCHEMA.NAME"),
+             mode: str = typer.Argument(..., help="deferred or immediate")):
+    """Switch a view between deferred and immediate maintenance (applies pending changes first)."""
+    _engine().set_mode(name, mode)
+    out.print(f"{name}: {mode}")
 
 
 @app.command()

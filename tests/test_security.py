@@ -1,4 +1,5 @@
-"""An application role that may only write its base tables keeps working with capture on, cannot
+"""An application role that may only write its base tables keeps working with capture on (and with
+an immediate view maintained by its own statements), cannot
 read or write idivm's schema (catalog, logs, Δ-scripts, caches), cannot redirect capture with
 look-alike objects on its search_path, and reads a view only once granted."""
 from __future__ import annotations
@@ -39,6 +40,7 @@ def test_low_privilege_writer(engine, db, fresh_db, app_role):
     db.execute(f'GRANT SELECT, INSERT, UPDATE, DELETE ON parts TO "{role}"')
     db.execute(f'CREATE SCHEMA evil AUTHORIZATION "{role}"')  # a schema the application controls
     engine.register_view("totals", SQL)
+    engine.register_view("totals_now", SQL, mode="immediate")  # its triggers run with the writer's statements
 
     with psycopg.connect(dsn, autocommit=True) as app:
         # look-alikes of what the capture function calls, first on the application's search_path
@@ -57,6 +59,7 @@ def test_low_privilege_writer(engine, db, fresh_db, app_role):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 app.execute(query)
 
+    assert_equal_multiset(db, "totals_now", SQL, ["category", "total", "n"])  # fresh without maintenance
     engine.maintain("totals")
     assert_equal_multiset(db, "totals", SQL, ["category", "total", "n"])
 

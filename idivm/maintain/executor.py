@@ -92,7 +92,7 @@ def maintain_view(engine: Engine, view_id: int, name: str,
                     on_connection(conn.connection.driver_connection)
                 try:
                     with conn.begin():
-                        inputs = _run(conn, view_id, report, before_commit)
+                        inputs = run_maintenance(conn, view_id, report, before_commit)
                 except BaseException as e:
                     forget_instances(conn)  # a rolled-back transaction may have created session tables
                     if is_failure is None or is_failure(e):
@@ -138,8 +138,9 @@ TRANSACTION_SETTINGS = (
 )
 
 
-def _run(conn: Connection, view_id: int, report: MaintenanceReport, before_commit) -> list[sa.Row]:
-    """The maintenance transaction's work; returns the view's inputs (for pruning after commit)."""
+def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, before_commit) -> list[sa.Row]:
+    """The maintenance transaction's work, in a transaction the caller opened (REPEATABLE READ, its
+    snapshot taken after any locks the caller needs); returns the view's inputs (for pruning)."""
     started = time.perf_counter()
     conn.execute(sa.text(TRANSACTION_SETTINGS))
     row = conn.execute(sa.text(
@@ -191,7 +192,7 @@ def _prune(conn: Connection, inputs: list[sa.Row]) -> None:
                 run(conn, (
                     f"DELETE FROM {t.log_table} AS l WHERE NOT EXISTS (SELECT 1 FROM idivm.view_inputs AS vi "
                     "JOIN idivm.views AS v ON v.id = vi.view_id "
-                    f"WHERE vi.captured_table_id = {int(t.id)} "
+                    f"WHERE vi.captured_table_id = {int(t.id)} AND v.mode = 'deferred' "
                     "AND NOT pg_visible_in_snapshot(l.xid, CAST(v.last_snapshot AS pg_snapshot)))"
                 ))
         finally:

@@ -64,7 +64,8 @@ def view_statuses(conn: Connection, default: Policy = DEFAULT, now: datetime | N
         if view_ids is not None and r.id not in view_ids:
             continue
         logs = [i for i in inputs if i.view_id == r.id]
-        pending, oldest = _pending(conn, r.id, [i.log_table for i in logs])
+        # an immediate view consumes no log: its changes were applied by the writers themselves
+        pending, oldest = _pending(conn, r.id, [i.log_table for i in logs]) if r.mode == "deferred" else (0, None)
         state = ViewState(pending=pending, oldest_pending_at=oldest, last_maintained_at=r.last_maintained_at,
                           last_attempt_at=r.last_attempt_at, consecutive_failures=r.consecutive_failures,
                           stale=r.stale_reason is not None)
