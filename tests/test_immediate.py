@@ -135,3 +135,15 @@ def test_refusals_name_the_problem(engine, tables, fresh_db):
     engine.drop_view("joined")
     assert tables.execute("SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'idivm_%%'").fetchone()[0] == 0
     tables.execute("TRUNCATE parts")  # no view left: allowed again
+
+
+def test_refresh_keeps_an_immediate_view_immediate(engine, tables):
+    sql, cols, _ = VIEWS["sums"]
+    engine.register_view("sums", sql, mode="immediate")
+    tables.execute("ALTER TABLE parts ALTER COLUMN price TYPE bigint")
+    tables.execute("UPDATE parts SET price = price + 1 WHERE pid <= 10")  # stale: not maintained now
+    assert {s.view: s.state.stale for s in engine.status()}["public.sums"]
+    engine.refresh("sums")
+    assert {s.view: s.mode for s in engine.status()}["public.sums"] == "immediate"
+    tables.execute("DELETE FROM parts WHERE pid > 30")
+    assert_equal_multiset(tables, "sums", sql, cols)
