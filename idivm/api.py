@@ -289,6 +289,11 @@ class Engine:
             self._require_catalog(conn)
             return view_statuses(conn, default)
 
+    def watches_schema_changes(self) -> bool:
+        """Whether the event triggers that mark views stale are installed (init needs a superuser)."""
+        with self.sa.connect() as conn:
+            return event_triggers_installed(conn)
+
     def set_policy(self, name: str, every: float | None = None, max_pending: int | None = None,
                    max_staleness: float | None = None, reset: bool = False) -> Policy:
         """Store a view's maintenance policy (only the given settings change; reset=True first clears

@@ -126,6 +126,9 @@ def status(as_json: bool = typer.Option(False, "--json", help="one JSON object p
                   f"yes: {s.stale_reason}" if s.state.stale else "no", str(s.policy),
                   ("due: " if s.decision.due else "") + s.decision.reason)
     out.print(t)
+    if not _engine().watches_schema_changes():
+        out.print("warning: schema changes of base tables are not detected (no event triggers: `idivm init` "
+                  "installs them when run by a superuser)")
 
 
 def _age(seconds: float) -> str:

@@ -92,3 +92,17 @@ def test_drop_view_after_a_rename_removes_capture(engine, tables):
     engine.drop_view("v")
     assert tables.execute("SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'idivm_capture_%'").fetchone()[0] == 0
     tables.execute("INSERT INTO parts_old VALUES (500, 1, 1, 'z')")  # writes work without idivm
+
+
+def test_status_warns_when_schema_changes_go_unnoticed(engine, tables, fresh_db):
+    import subprocess
+    import sys
+
+    engine.register_view("v", SQL)
+    assert engine.watches_schema_changes()
+    tables.execute("DROP EVENT TRIGGER idivm_on_alter")  # as after an init without superuser rights
+    assert not engine.watches_schema_changes()
+    res = subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", fresh_db, "status"], capture_output=True, text=True)
+    assert res.returncode == 0 and "schema changes of base tables are not detected" in res.stdout
+    engine.init()  # reinstalls them
+    assert engine.watches_schema_changes()
