@@ -144,11 +144,16 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
     started = time.perf_counter()
     conn.execute(sa.text(TRANSACTION_SETTINGS))
     row = conn.execute(sa.text(
-        "SELECT last_snapshot, stale_reason, CAST(pg_current_snapshot() AS text) AS now FROM idivm.views "
+        "SELECT last_snapshot, stale_reason, mode, CAST(pg_current_snapshot() AS text) AS now FROM idivm.views "
         "WHERE id = :v FOR UPDATE"
     ), {"v": view_id}).one_or_none()
     if row is None:
         raise IdivmError(f"view {report.view} was dropped while being maintained")
+    if row.mode == "immediate":  # its writers maintain it; consuming the log would apply changes twice
+        report.skipped = "maintained immediately by its writers: nothing to do"
+        if before_commit:
+            before_commit(conn)
+        return []
     if row.stale_reason is not None:
         raise Stale(f"view {report.view} is stale ({row.stale_reason}); run `idivm refresh {report.view}` "
                     "to rebuild it from its definition")
