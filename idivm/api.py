@@ -1,6 +1,7 @@
 """The Python API (DESIGN §2): ``idivm.connect(dsn) -> Engine``."""
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,15 +120,10 @@ class Engine:
             conn.rollback()
         tables = {(t.schema, t.name): t for t in base_tables(compiled.spj)}
         try:
-            with self.sa.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
-                with conn.begin():
-                    # Block writers before the snapshot is taken: no change can slip between the
-                    # initial materialization and the first logged change.
-                    for s, t in sorted(tables):
-                        run(conn, f"LOCK TABLE {qualified(s, t)} IN SHARE ROW EXCLUSIVE MODE")
-                    self._register_locked(conn, schema, view, sql, strategy, minimized)
-                    if mode == "immediate":
-                        self._make_immediate_locked(conn, schema, view)
+            with self._writers_blocked(set(tables)) as conn:  # nothing slips between the fill and the first log row
+                self._register_locked(conn, schema, view, sql, strategy, minimized)
+                if mode == "immediate":
+                    self._make_immediate_locked(conn, schema, view)
         except psycopg.Error as e:
             state = (e.sqlstate or "")[:2]
             if state == "22":  # data exception while filling the view: its own query failed
@@ -135,6 +131,18 @@ class Engine:
             if state == "42":  # e.g. UNION branches of unmatched types
                 raise IdivmError(f"PostgreSQL rejected the view's query: {first_line(e)}") from None
             raise
+
+    @contextlib.contextmanager
+    def _writers_blocked(self, tables: set[tuple[str, str]]):
+        """A REPEATABLE READ transaction whose first statements lock these base tables (schema, name)
+        against writers (SHARE ROW EXCLUSIVE; readers go on). Its snapshot, taken after the locks,
+        sees every committed write and none in flight, so no change can slip between what it reads
+        and the next change capture logs (registration, refresh, switching modes)."""
+        with self.sa.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
+            with conn.begin():
+                for s, t in sorted(tables):
+                    run(conn, f"LOCK TABLE {qualified(s, t)} IN SHARE ROW EXCLUSIVE MODE")
+                yield conn
 
     def _register_locked(self, conn: Connection, schema: str, view: str, sql: str, strategy: str,
                          minimized: bool) -> None:
@@ -330,20 +338,17 @@ class Engine:
                 "SELECT c.schema_name, c.table_name FROM idivm.view_inputs vi JOIN idivm.captured_tables c "
                 "ON c.id = vi.captured_table_id WHERE vi.view_id = :v ORDER BY 1, 2"), {"v": row.id}).all()
             conn.rollback()
-        with self.sa.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
-            with conn.begin():
-                for t in tables:  # first: the snapshot below then sees every committed write, none in flight
-                    run(conn, f"LOCK TABLE {qualified(t.schema_name, t.table_name)} IN SHARE ROW EXCLUSIVE MODE")
-                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:c, :v)"), {"c": LOCK_CLASS, "v": row.id})
-                if mode == "immediate":
-                    report = MaintenanceReport(view=f"{row.schema_name}.{row.view_name}")
-                    run_maintenance(conn, row.id, report, None)  # catch up, in this transaction
-                    self._make_immediate_locked(conn, row.schema_name, row.view_name)
-                else:
-                    immediate.uninstall(conn, row.id)
-                    conn.execute(sa.text("UPDATE idivm.views SET mode = 'deferred', "
-                                         "last_snapshot = CAST(pg_current_snapshot() AS text) WHERE id = :v"),
-                                 {"v": row.id})
+        with self._writers_blocked({(t.schema_name, t.table_name) for t in tables}) as conn:
+            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:c, :v)"), {"c": LOCK_CLASS, "v": row.id})
+            if mode == "immediate":
+                report = MaintenanceReport(view=f"{row.schema_name}.{row.view_name}")
+                run_maintenance(conn, row.id, report, None)  # catch up, in this transaction
+                self._make_immediate_locked(conn, row.schema_name, row.view_name)
+            else:
+                immediate.uninstall(conn, row.id)
+                conn.execute(sa.text("UPDATE idivm.views SET mode = 'deferred', "
+                                     "last_snapshot = CAST(pg_current_snapshot() AS text) WHERE id = :v"),
+                             {"v": row.id})
 
     def _make_immediate_locked(self, conn: Connection, schema: str, view: str) -> None:
         vid = conn.execute(sa.text("SELECT id FROM idivm.views WHERE schema_name = :s AND view_name = :n"),
@@ -408,22 +413,19 @@ class Engine:
                 tables |= {(t.schema, t.name) for t in base_tables(compiled.spj)}
             tables -= {(r.schema_name, r.view_name) for r in chain}
             conn.rollback()
-        with self.sa.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
-            with conn.begin():
-                for s, t in sorted(tables):  # as register_view: writers wait, no change slips through
-                    run(conn, f"LOCK TABLE {qualified(s, t)} IN SHARE ROW EXCLUSIVE MODE")
-                for r in reversed(chain):
-                    self._drop_locked(conn, r)
-                for r in chain:
-                    self._register_locked(conn, r.schema_name, r.view_name, r.definition, r.strategy, True)
-                    if r.mode == "immediate":
-                        self._make_immediate_locked(conn, r.schema_name, r.view_name)
-                    conn.execute(sa.text(
-                        "UPDATE idivm.views SET policy_every = :e, policy_max_pending = :p, policy_max_staleness = :s "
-                        "WHERE schema_name = :sc AND view_name = :n"),
-                        {"e": r.policy_every, "p": r.policy_max_pending, "s": r.policy_max_staleness,
-                         "sc": r.schema_name, "n": r.view_name})
-                reinstall_functions(conn)
+        with self._writers_blocked(tables) as conn:
+            for r in reversed(chain):
+                self._drop_locked(conn, r)
+            for r in chain:
+                self._register_locked(conn, r.schema_name, r.view_name, r.definition, r.strategy, True)
+                if r.mode == "immediate":
+                    self._make_immediate_locked(conn, r.schema_name, r.view_name)
+                conn.execute(sa.text(
+                    "UPDATE idivm.views SET policy_every = :e, policy_max_pending = :p, policy_max_staleness = :s "
+                    "WHERE schema_name = :sc AND view_name = :n"),
+                    {"e": r.policy_every, "p": r.policy_max_pending, "s": r.policy_max_staleness,
+                     "sc": r.schema_name, "n": r.view_name})
+            reinstall_functions(conn)
         return [f"{r.schema_name}.{r.view_name}" for r in chain]
 
 

@@ -222,36 +222,26 @@ def _bench_args(ctx: typer.Context) -> list[str]:
 PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
 
 
-@bench.command("devices", context_settings=PASS_THROUGH)
-def bench_devices(ctx: typer.Context):
-    """Figure 12: V and V' on devices/parts/devices_parts (options: `idivm bench devices -- --help`)."""
-    from .bench.devices import main as devices_main
-
-    raise typer.Exit(devices_main(_bench_args(ctx)))
-
-
-@bench.command("writes", context_settings=PASS_THROUGH)
-def bench_writes(ctx: typer.Context):
-    """Single-row INSERT/UPDATE throughput with and without capture (options: `idivm bench writes -- --help`)."""
-    from .bench.writes import main as writes_main
-
-    raise typer.Exit(writes_main(_bench_args(ctx)))
+BENCHMARKS = {  # `idivm bench NAME` runs idivm.bench.NAME.main with the arguments after `--`
+    "devices": "Figure 12: V and V' on devices/parts/devices_parts",
+    "writes": "Single-row INSERT/UPDATE throughput with and without capture",
+    "social": "Figures 9-10: eight social-analytics views, ID- vs tuple-based",
+    "load": "Writers for 60 s under the scheduler: lag percentiles",
+}
 
 
-@bench.command("social", context_settings=PASS_THROUGH)
-def bench_social(ctx: typer.Context):
-    """Figures 9-10: eight social-analytics views, ID- vs tuple-based (options: `idivm bench social -- --help`)."""
-    from .bench.social import main as social_main
+def _add_benchmark(name: str, summary: str) -> None:
+    def command(ctx: typer.Context):
+        from importlib import import_module
 
-    raise typer.Exit(social_main(_bench_args(ctx)))
+        raise typer.Exit(import_module(f"{__package__}.bench.{name}").main(_bench_args(ctx)))
+
+    bench.command(name, context_settings=PASS_THROUGH,
+                  help=f"{summary} (options: `idivm bench {name} -- --help`).")(command)
 
 
-@bench.command("load", context_settings=PASS_THROUGH)
-def bench_load(ctx: typer.Context):
-    """Writers for 60 s under the scheduler: lag percentiles (options: `idivm bench load -- --help`)."""
-    from .bench.load import main as load_main
-
-    raise typer.Exit(load_main(_bench_args(ctx)))
+for _name, _summary in BENCHMARKS.items():
+    _add_benchmark(_name, _summary)
 
 
 def main() -> None:

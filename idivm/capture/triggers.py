@@ -117,6 +117,13 @@ def ensure_capture(conn: Connection, info: TableInfo) -> int:
     return cid
 
 
+def captured_columns() -> str:
+    """columns_json of the base table of `idivm.captured_tables AS c`, as it is now (NULL if gone)."""
+    from ..frontend.reflect import columns_json
+
+    return columns_json("to_regclass(quote_ident(c.schema_name) || '.' || quote_ident(c.table_name))")
+
+
 def install_function(conn: Connection, captured_id: int, info: TableInfo) -> None:
     """(Re)write the capture function of a captured table: its body follows this idivm's code and its
     notify threshold the current policies (CREATE OR REPLACE: the triggers keep pointing at it)."""
@@ -134,11 +141,11 @@ def install_function(conn: Connection, captured_id: int, info: TableInfo) -> Non
 
 def reinstall_functions(conn: Connection, captured_ids: list[int] | None = None) -> None:
     """install_function for the given captured tables (all if None) whose base table still exists."""
-    from ..frontend.reflect import columns_json, table_info
+    from ..frontend.reflect import table_info
 
-    columns = columns_json("to_regclass(quote_ident(c.schema_name) || '.' || quote_ident(c.table_name))")
     rows = conn.execute(sa.text(
-        f"SELECT c.id, c.schema_name, c.table_name, {columns} AS columns FROM idivm.captured_tables c ORDER BY c.id"
+        f"SELECT c.id, c.schema_name, c.table_name, {captured_columns()} AS columns FROM idivm.captured_tables c "
+        "ORDER BY c.id"
     )).all()
     for r in rows:
         if (captured_ids is None or r.id in captured_ids) and r.columns:

@@ -24,7 +24,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from ..errors import IdivmError
-from ..frontend.reflect import columns_json, table_info
+from ..capture.triggers import captured_columns
+from ..frontend.reflect import table_info
 from ..sqltext import run
 from .instances import build_instance, forget_instances
 
@@ -53,10 +54,9 @@ class MaintenanceReport:
 
 def view_inputs(conn: Connection, view_id: int, reflect: bool = False) -> list[sa.Row]:
     """The captured tables a view reads; with reflect, also their current columns (see columns_json)."""
-    columns = columns_json("to_regclass(quote_ident(c.schema_name) || '.' || quote_ident(c.table_name))")
     return conn.execute(sa.text(
         "SELECT c.id, c.schema_name, c.table_name, c.key_columns, c.log_table"
-        + (f", {columns} AS columns" if reflect else "")
+        + (f", {captured_columns()} AS columns" if reflect else "")
         + " FROM idivm.view_inputs vi JOIN idivm.captured_tables c ON c.id = vi.captured_table_id "
         "WHERE vi.view_id = :v ORDER BY c.id"
     ), {"v": view_id}).all()
