@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection
 
 from .capture import drop_capture, ensure_capture
 from .capture.schema_changes import event_triggers_installed, install_event_triggers
+from .capture.partitions import install_sync_function
 from .capture.triggers import reinstall_functions
 from .catalog.migrate import HEAD, catalog_installed, catalog_revision, upgrade_catalog
 from .algebra.plan import BRANCH_COLUMN, Aggregate, Union, base_tables, format_plan
@@ -20,14 +21,14 @@ from .compile.materialize import create_tables
 from .compile.targets import build_script, diff_schemas_of, make_target
 from .compile.strategies import STRATEGIES
 from .dsn import resolve_dsn, sqlalchemy_url
-from .errors import IdivmError, UnknownObject, first_line
-from .frontend.build_plan import compile_view_sql, parse_one
+from .errors import DatabaseUnavailable, IdivmError, UnknownObject, first_line
+from .frontend.build_plan import compile_view_sql, ignored_clauses, parse_one
 from .maintain import immediate
 from .maintain.executor import LOCK_CLASS, MaintenanceReport, Stale, maintain_view, run_maintenance
 from .operate.dependencies import dependency_order, dependents, edges
 from .operate.policy import DEFAULT, Policy, policy_of
 from .operate.status import ViewStatus, view_statuses
-from .names import parse_name
+from .names import display_name, parse_name
 from .sqltext import column_types, ident, qualified, run, string_literal
 
 
@@ -60,7 +61,14 @@ class Engine:
         self.dsn = dsn
         self.dsn_source = source
         self.sa = sa.create_engine(sqlalchemy_url(dsn), pool_pre_ping=True)
+        sa.event.listen(self.sa, "handle_error", self._unreachable)
         self._catalog_ok = False  # checked once per Engine: installed and at this idivm's revision
+
+    def _unreachable(self, context) -> None:
+        """A failure to connect becomes one IdivmError naming the database and where its DSN came from."""
+        if context.connection is None and isinstance(context.original_exception, psycopg.OperationalError):
+            raise DatabaseUnavailable(f"cannot reach the database ({self.dsn_source}): "
+                                      f"{first_line(context.original_exception)}") from context.original_exception
 
     def close(self) -> None:
         self.sa.dispose()
@@ -72,8 +80,10 @@ class Engine:
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(7411)"))
             before = catalog_revision(conn)
             upgrade_catalog(conn)
+            install_sync_function(conn)
             if before is not None and before != HEAD:
                 reinstall_functions(conn)  # capture functions as this idivm writes them
+                immediate.sync(conn)  # immediate triggers likewise
             if before != HEAD or not event_triggers_installed(conn):
                 install_event_triggers(conn)  # needs a superuser; without one schema changes go unnoticed
         self._catalog_ok = False
@@ -203,22 +213,37 @@ class Engine:
             else:
                 self._require_catalog(conn)
                 rows = conn.execute(sa.text("SELECT * FROM idivm.views ORDER BY id")).all()
-        return [(r.id, f"{r.schema_name}.{r.view_name}") for r in rows]
+        return [(r.id, display_name(r.schema_name, r.view_name)) for r in rows]
 
-    def maintain(self, *names: str) -> list[MaintenanceReport] | MaintenanceReport:
+    def maintain(self, *names: str, keep_going: bool | None = None) -> list[MaintenanceReport] | MaintenanceReport:
         """Bring the named views (all if none) up to date; one transaction per view, a view after the
-        maintained views it reads (so a change reaches the top of a chain in one call)."""
+        maintained views it reads (so a change reaches the top of a chain in one call).
+
+        Each view is maintained independently: with keep_going (the default when maintaining all
+        views, as `idivm maintain` always does) a view that fails is rolled back and reported
+        (report.failed names the cause in one line) and the others go on; without it (the default
+        for named views) the first failure is raised. A database that cannot be reached is always
+        raised."""
         views = dict(self._view_names(names))
+        if keep_going is None:
+            keep_going = not names
         with self.sa.connect() as conn:
             order = dependency_order(list(views), edges(conn))
         reports = []
         for vid in order:
             try:
                 reports.append(maintain_view(self.sa, vid, views[vid]))
+            except DatabaseUnavailable:
+                raise
             except Stale as e:
-                if names:
+                if not keep_going:
                     raise
                 reports.append(MaintenanceReport(view=views[vid], skipped=str(e)))  # the others go on
+            except Exception as e:
+                if not keep_going:
+                    raise
+                cause = first_line(e.orig) if isinstance(e, sa.exc.DBAPIError) else first_line(e)
+                reports.append(MaintenanceReport(view=views[vid], failed=cause))
         return reports[0] if len(names) == 1 else reports
 
     def verify(self, name: str) -> VerifyResult:
@@ -259,8 +284,11 @@ class Engine:
 
         script = DeltaScript(strategy=row.strategy, statements=[Statement(s.phase, s.purpose, s.sql) for s in stmts])
         parts = [
-            f"view {row.schema_name}.{row.view_name}  (strategy: {row.strategy})",
+            f"view {display_name(row.schema_name, row.view_name)}  (strategy: {row.strategy})",
             f"definition:\n  {row.definition}",
+        ]
+        parts += [f"note: {n}" for n in ignored_clauses(row.definition)]
+        parts += [
             "plan (pass 1: IDs):\n" + _indent(row.plan_text),
             "base-table i-diff schemas:\n" + _indent("\n".join(schemas)),
         ]
@@ -277,7 +305,7 @@ class Engine:
         target = make_target(row.schema_name, row.view_name, compiled.plan, captured, row.id,
                              column_types=lambda q: column_types(conn, q))
         script = build_script(target, row.strategy, minimized=False)
-        parts = [f"view {row.schema_name}.{row.view_name}  (strategy: {row.strategy}), BEFORE minimization (pass 4)"]
+        parts = [f"view {display_name(row.schema_name, row.view_name)}  (strategy: {row.strategy}), BEFORE minimization (pass 4)"]
         if script.derivations:
             parts.append("rule DAG (pass 2-3: instantiated and composed):\n" + _indent("\n".join(script.derivations)))
         parts.append("Δ-script before minimization:\n" + _indent(script.format()))
@@ -341,20 +369,28 @@ class Engine:
         with self._writers_blocked({(t.schema_name, t.table_name) for t in tables}) as conn:
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:c, :v)"), {"c": LOCK_CLASS, "v": row.id})
             if mode == "immediate":
-                report = MaintenanceReport(view=f"{row.schema_name}.{row.view_name}")
+                report = MaintenanceReport(view=display_name(row.schema_name, row.view_name))
                 run_maintenance(conn, row.id, report, None)  # catch up, in this transaction
                 self._make_immediate_locked(conn, row.schema_name, row.view_name)
             else:
-                immediate.uninstall(conn, row.id)
                 conn.execute(sa.text("UPDATE idivm.views SET mode = 'deferred', "
                                      "last_snapshot = CAST(pg_current_snapshot() AS text) WHERE id = :v"),
                              {"v": row.id})
+                immediate.sync(conn)
 
     def _make_immediate_locked(self, conn: Connection, schema: str, view: str) -> None:
         vid = conn.execute(sa.text("SELECT id FROM idivm.views WHERE schema_name = :s AND view_name = :n"),
                            {"s": schema, "n": view}).scalar_one()
-        immediate.install(conn, vid)
+        partitioned = conn.execute(sa.text(
+            "SELECT string_agg(format('%I.%I', c.schema_name, c.table_name), ', ') FROM idivm.view_inputs vi "
+            "JOIN idivm.captured_tables c ON c.id = vi.captured_table_id "
+            "JOIN pg_class r ON r.oid = to_regclass(quote_ident(c.schema_name) || '.' || quote_ident(c.table_name)) "
+            "WHERE vi.view_id = :v AND r.relkind = 'p'"), {"v": vid}).scalar()
+        if partitioned:
+            raise IdivmError(f"immediate mode is not supported over partitioned tables ({partitioned}): writes "
+                             "straight to a partition would bypass it; maintain the view deferred")
         conn.execute(sa.text("UPDATE idivm.views SET mode = 'immediate' WHERE id = :v"), {"v": vid})
+        immediate.sync(conn)
 
     def grant(self, name: str, role: str) -> None:
         """Let a role read a maintained view (SELECT on its table, nothing else: not the catalog, the
@@ -376,12 +412,13 @@ class Engine:
             self._drop_locked(conn, row)
 
     def _drop_locked(self, conn: Connection, row: sa.Row) -> None:
-        immediate.uninstall(conn, row.id)
         inputs = conn.execute(sa.text(
             "SELECT captured_table_id FROM idivm.view_inputs WHERE view_id = :v"), {"v": row.id}).scalars().all()
         run(conn, f"DROP TABLE IF EXISTS {qualified(row.schema_name, row.view_name)}")
         run(conn, f"DROP TABLE IF EXISTS {qualified('idivm', cache_name(row.id))}")
         conn.execute(sa.text("DELETE FROM idivm.views WHERE id = :v"), {"v": row.id})
+        if row.mode == "immediate":
+            immediate.sync(conn)
         kept = []
         for cid in inputs:
             still = conn.execute(sa.text(
@@ -408,7 +445,7 @@ class Engine:
                 try:
                     compiled = compile_view_sql(conn, r.definition)
                 except IdivmError as e:
-                    raise IdivmError(f'cannot refresh "{name}": the definition of {r.schema_name}.{r.view_name} no '
+                    raise IdivmError(f'cannot refresh "{name}": the definition of {display_name(r.schema_name, r.view_name)} no '
                                      f"longer compiles: {e}") from None
                 tables |= {(t.schema, t.name) for t in base_tables(compiled.spj)}
             tables -= {(r.schema_name, r.view_name) for r in chain}
@@ -426,7 +463,7 @@ class Engine:
                     {"e": r.policy_every, "p": r.policy_max_pending, "s": r.policy_max_staleness,
                      "sc": r.schema_name, "n": r.view_name})
             reinstall_functions(conn)
-        return [f"{r.schema_name}.{r.view_name}" for r in chain]
+        return [display_name(r.schema_name, r.view_name) for r in chain]
 
 
 def _check_mode(mode: str) -> None:
@@ -452,7 +489,8 @@ def _indent(text: str) -> str:
 
 
 
-def connect(dsn: str | None = None) -> Engine:
-    """Connect with DSN resolution: argument > IDIVM_DSN > DATABASE_URL > embedded default."""
-    resolved, source = resolve_dsn(dsn)
+def connect(dsn: str | None = None, source: str = "connect(dsn)") -> Engine:
+    """Connect with DSN resolution: argument > IDIVM_DSN > DATABASE_URL > embedded default.
+    `source` is how messages name an explicit dsn (the CLI passes "--dsn")."""
+    resolved, source = resolve_dsn(dsn, source=source)
     return Engine(resolved, source)

@@ -3,14 +3,21 @@ from __future__ import annotations
 
 import os
 
+import sqlalchemy as sa
+from psycopg import ProgrammingError
+from psycopg.conninfo import conninfo_to_dict
 
-def resolve_dsn(dsn: str | None = None) -> tuple[str, str]:
-    """Return (dsn, where-it-came-from). Starts the embedded server if nothing is configured."""
+from .errors import IdivmError
+
+
+def resolve_dsn(dsn: str | None = None, source: str = "--dsn") -> tuple[str, str]:
+    """Return (dsn, where-it-came-from). Starts the embedded server if nothing is configured.
+    `source` names an explicit dsn in messages (the CLI's --dsn, the API's connect(dsn))."""
     if dsn:
-        return normalize(dsn), "--dsn"
+        return checked(normalize(dsn), source), source
     for var in ("IDIVM_DSN", "DATABASE_URL"):
         if os.environ.get(var):
-            return normalize(os.environ[var]), var
+            return checked(normalize(os.environ[var]), var), var
     from .embedded import ensure_embedded
 
     return ensure_embedded(), "embedded"
@@ -24,13 +31,20 @@ def normalize(dsn: str) -> str:
     return dsn
 
 
-def sqlalchemy_url(dsn: str) -> str:
-    """The SQLAlchemy URL for a libpq DSN (psycopg 3 driver)."""
-    if dsn.startswith("postgresql://"):
-        return "postgresql+psycopg://" + dsn[len("postgresql://"):]
-    # keyword/value DSN: hand it to psycopg untouched through the query string
-    from urllib.parse import quote
+def checked(dsn: str, source: str) -> str:
+    """The DSN if libpq can parse it (URL or key=value, with quoting and spaces around '='), else
+    one line naming where it came from and what is wrong."""
+    try:
+        conninfo_to_dict(dsn)
+    except ProgrammingError as e:
+        reason = (str(e).strip().splitlines() or ["cannot be parsed"])[0]
+        raise IdivmError(f"malformed DSN from {source}: {reason} (write a URL such as "
+                         "postgresql://user@host/db, or key=value pairs such as 'host=localhost dbname=db')") from None
+    return dsn
 
-    return "postgresql+psycopg:///?" + "&".join(
-        f"{k}={quote(v)}" for k, v in (kv.split("=", 1) for kv in dsn.split())
-    )
+
+def sqlalchemy_url(dsn: str) -> sa.engine.URL:
+    """The SQLAlchemy URL for a libpq DSN (psycopg 3 driver): libpq's own parse of it, every
+    parameter passed on to psycopg as it is (values with spaces or quotes included)."""
+    params = {k: str(v) for k, v in conninfo_to_dict(dsn).items()}
+    return sa.engine.URL.create("postgresql+psycopg", query=params)

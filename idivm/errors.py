@@ -21,3 +21,7 @@ class UnsupportedQuery(IdivmError):
 
 class UnknownObject(IdivmError):
     """A table, column or view that does not exist."""
+
+
+class DatabaseUnavailable(IdivmError):
+    """The database cannot be reached (the original driver error is the __cause__)."""

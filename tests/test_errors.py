@@ -1,6 +1,7 @@
 """Every refusal names the problem and leaves the database exactly as it was."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -42,7 +43,22 @@ CASES = [
     ("SELECT DISTINCT pid, count(*) AS n FROM parts GROUP BY pid", "DISTINCT together with GROUP BY"),
     ("SELECT pid, rank() OVER (ORDER BY price) AS r FROM parts", "window functions"),
     ("SELECT pid FROM parts LIMIT 3", "LIMIT not supported"),
-    ("SELECT pid FROM parts ORDER BY pid", "ORDER BY not supported"),
+    ("SELECT pid FROM parts ORDER BY pid LIMIT 2", "LIMIT not supported"),
+    # issue 12: each construct no rewrite handles reaches one refusal that names it
+    ("SELECT pid FROM parts TABLESAMPLE SYSTEM (10)", "TABLESAMPLE is not deterministic"),
+    ("SELECT 1 AS x", "a SELECT without FROM, SELECT 1 AS x, not supported"),
+    ("SELECT pid FROM parts WHERE EXISTS (SELECT 3)", "a subquery without FROM, SELECT 3, not supported"),
+    ("SELECT pid FROM parts WHERE pid IN (SELECT 1)", "a subquery without FROM, SELECT 1, not supported"),
+    ("WITH d AS (DELETE FROM parts RETURNING pid) SELECT pid FROM d", "a data-modifying statement (DELETE) inside"),
+    ("SELECT pid FROM (SELECT pid, row_number() OVER () AS r FROM parts) s", "window functions (OVER ...) not supported"),
+    ("SELECT pid, count(*) AS n FROM parts GROUP BY ROLLUP (pid)", "GROUP BY ROLLUP not supported"),
+    ("SELECT pid, count(*) AS n FROM parts GROUP BY CUBE (pid)", "GROUP BY CUBE not supported"),
+    ("SELECT pid, count(*) AS n FROM parts GROUP BY GROUPING SETS ((pid), ())", "GROUP BY GROUPING SETS not supported"),
+    ("SELECT count(DISTINCT (pid, price)) AS n FROM parts", "an aggregate over DISTINCT row values, COUNT(DISTINCT (pid, price))"),
+    ("SELECT array_agg(pid ORDER BY price) AS a FROM parts", "ordered aggregates, ARRAY_AGG(pid ORDER BY price), not supported"),
+    ("SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY price) AS m FROM parts", "ordered-set aggregates (WITHIN GROUP)"),
+    ("SELECT xmin AS x, pid FROM parts", "system column xmin not supported"),
+    ("SELECT p.pid, p.ctid AS c FROM parts p", "system column ctid not supported"),
     ("SELECT p.pid FROM parts p LEFT JOIN devices_parts dp ON p.pid = dp.pid", "LEFT OUTER JOIN not supported"),
     ("SELECT p.pid FROM parts p FULL JOIN devices_parts dp ON p.pid = dp.pid", "FULL OUTER JOIN not supported"),
     ("SELECT pid FROM parts WHERE pid IN (SELECT dp.pid FROM devices_parts dp JOIN devices d ON d.did = dp.did)",
@@ -64,7 +80,9 @@ CASES = [
     ("SELECT x FROM nokey", 'table "public.nokey" has no primary key'),
     ("SELECT pid FROM nosuchtable", 'table "nosuchtable" does not exist'),
     ("SELECT nosuchcolumn FROM parts", "nosuchcolumn"),
-    ("SELECT pid, random() AS r FROM parts", "function random is volatile or stable"),
+    ("SELECT pid, random() AS r FROM parts", "function random() is volatile in PostgreSQL"),
+    ("SELECT pid FROM parts WHERE price > random()", "function random() is volatile in PostgreSQL"),
+    ("SELECT pid, CAST(CAST(price AS int) AS timestamptz) AS t FROM parts", "PostgreSQL rejected the view's query"),
     ("SELECT pid, now() AS t FROM parts", "CURRENT_TIMESTAMP changes without any table changing"),
     ("SELECT pid, CURRENT_TIMESTAMP AS t FROM parts", "changes without any table changing"),
     ("SELECT pid, price * 2 FROM parts", "needs a name"),
@@ -154,3 +172,53 @@ def test_an_older_catalog_asks_for_init_and_init_upgrades_it(engine, base, fresh
     assert old.verify("v").ok
     assert old.status()[0].state.pending == 0 and old.status()[0].mode == "deferred"
     old.close()
+
+
+def test_volatility_is_judged_by_the_resolved_overload(engine, db):
+    """Issue 12, item 9: extract/date_part on date and timestamp are immutable and maintained; on
+    timestamptz they depend on the session's TimeZone and are refused with the overload named."""
+    db.execute("CREATE TABLE ev (k int PRIMARY KEY, d date, ts timestamp, tz timestamptz)")
+    db.execute("INSERT INTO ev VALUES (1, '2024-03-01', '2024-03-01 10:00', '2024-03-01 10:00+00')")
+    sql = ("SELECT k, extract(year FROM d) AS y, date_part('month', ts) AS m, tz AT TIME ZONE 'UTC' AS utc, "
+           "CAST(ts AS date) AS day FROM ev")
+    engine.register_view("dated", sql)
+    db.execute("INSERT INTO ev VALUES (2, '2025-07-04', '2025-07-04 12:00', '2025-07-04 12:00+00')")
+    assert engine.verify("dated").ok
+    for bad, named in (("date_part('year', tz)", 'function "extract"(text,timestamp with time zone) is stable'),
+                       ("CAST(tz AS date)", "function date(timestamp with time zone) is stable"),
+                       ("tz + interval '1 day'", "function timestamptz_pl_interval(timestamp with time zone,interval) is stable"),
+                       ("clock_timestamp()", "function clock_timestamp() is volatile")):
+        with pytest.raises(idivm.IdivmError, match=re.escape(named)):
+            engine.register_view("bad", f"SELECT k, {bad} AS x FROM ev")
+
+
+def test_top_level_order_by_is_accepted_and_noted(engine, base):
+    """Issue 12, item 10: ORDER BY means nothing for a stored table; explain says it was dropped."""
+    engine.register_view("ordered", "SELECT pid, price FROM parts ORDER BY price DESC")
+    engine.register_view("ordered_union", "SELECT pid FROM parts UNION SELECT did FROM devices ORDER BY 1")
+    base.execute("INSERT INTO parts VALUES (2, 5)")
+    assert engine.verify("ordered").ok and engine.verify("ordered_union").ok
+    assert "note: ORDER BY price DESC is ignored: a maintained view is a table" in engine.explain("ordered")
+
+
+def test_types_without_equality(engine, db):
+    """Issue 12, item 8: a column the view reads whose type has no equality (json, point, xml,
+    json[]) is refused at registration with the column named; columns it does not read may have
+    any type, and a generated jsonb column over a json one is maintained."""
+    db.execute("CREATE TABLE docs (k int PRIMARY KEY, g int, j json, p point, x xml, js json[], "
+               "jb jsonb GENERATED ALWAYS AS (CAST(j AS jsonb)) STORED)")
+    db.execute("""INSERT INTO docs VALUES (1, 1, '{"a": 1}', '(1,2)', '<a/>', NULL), (2, 1, '{"a": 2}', '(1,3)', '<b/>', NULL)""")
+    before = footprint(db)
+    for column, typ, instead in (("j", "json", "jsonb"), ("p", "point", "text"), ("x", "xml", "text"), ("js", "json[]", "jsonb[]")):
+        for sql in (f"SELECT k, {column} FROM docs", f"SELECT k FROM docs WHERE CAST({column} AS text) <> ''"):
+            with pytest.raises(idivm.IdivmError, match=re.escape(
+                    f"column public.docs.{column} has type {typ}, which has no equality operator") + ".*"
+                    + re.escape(f"change the column's type to {instead}")):
+                engine.register_view("v", sql)
+    assert footprint(db) == before
+    engine.register_view("plain", "SELECT k, g, jb FROM docs")
+    engine.register_view("grouped", "SELECT g, count(*) AS n, max(CAST(jb AS text)) AS m FROM docs GROUP BY g",
+                         strategy="tuple")
+    db.execute("""UPDATE docs SET j = '{"a": 3}', p = '(5,5)' WHERE k = 1""")
+    db.execute("""UPDATE docs SET g = 2, x = '<c/>' WHERE k = 2""")
+    assert engine.verify("plain").ok and engine.verify("grouped").ok

@@ -6,7 +6,9 @@ renames the table, or after a DROP of a base table or of the view's own table, t
 longer means what it did, so maintaining would be wrong or fail. The event triggers record why in
 ``idivm.views.stale_reason``; maintenance then refuses the view with that reason, the scheduler
 skips it, `idivm status` shows it, and `idivm refresh NAME` rebuilds it from its definition.
-Adding a column changes nothing and leaves views alone.
+Adding a column changes nothing and leaves views alone. Partitions created, attached or detached
+under a captured partitioned table get (or lose) its capture triggers, with their rows logged
+(capture/partitions.py); a dropped partition makes the views over its root stale.
 
 The DDL itself is never refused, and a failure inside the check only raises a WARNING: an
 application's migration must not break because idivm watches its tables. Event triggers need a
@@ -36,6 +38,7 @@ BEGIN
       JOIN idivm.captured_tables c ON p.proname = 'capture_' || c.id
       JOIN idivm.view_inputs vi ON vi.captured_table_id = c.id
       WHERE t.tgrelid = cmd.objid AND t.tgname = 'idivm_capture_insert'
+        AND NOT EXISTS (SELECT 1 FROM idivm.captured_partitions x WHERE x.relid = cmd.objid)  -- the root is checked
     LOOP
       reason := NULL;
       SELECT n.nspname || '.' || r.relname INTO now_named
@@ -87,14 +90,45 @@ BEGIN
     SET stale_reason = format('its table %s.%s was dropped', obj.schema_name, obj.object_name)
     WHERE v.stale_reason IS NULL AND v.schema_name = obj.schema_name AND v.view_name = obj.object_name;
   END LOOP;
+  FOR obj IN SELECT d.schema_name, d.object_name, x.captured_id, c.schema_name AS root_schema, c.table_name AS root
+             FROM pg_event_trigger_dropped_objects() AS d
+             JOIN idivm.captured_partitions AS x ON x.relid = d.objid
+             JOIN idivm.captured_tables AS c ON c.id = x.captured_id
+             WHERE d.object_type = 'table' LOOP
+    UPDATE idivm.views AS v
+    SET stale_reason = format('partition %s.%s of base table %s.%s was dropped with its rows', obj.schema_name,
+                              obj.object_name, obj.root_schema, obj.root)
+    WHERE v.stale_reason IS NULL AND v.id IN (SELECT vi.view_id FROM idivm.view_inputs vi
+                                              WHERE vi.captured_table_id = obj.captured_id);
+    DELETE FROM idivm.captured_partitions AS x WHERE x.relid IN (
+      SELECT d.objid FROM pg_event_trigger_dropped_objects() AS d);
+  END LOOP;
 EXCEPTION WHEN OTHERS THEN
   RAISE WARNING 'idivm: could not check this DROP against maintained views: %', SQLERRM;
+END
+"""
+
+ON_PARTITIONS = r"""
+DECLARE
+  cmd record;
+  cap record;
+BEGIN
+  FOR cmd IN SELECT DISTINCT objid FROM pg_event_trigger_ddl_commands() WHERE classid = 'pg_class'::regclass LOOP
+    FOR cap IN SELECT c.id FROM idivm.captured_tables AS c
+               WHERE to_regclass(quote_ident(c.schema_name) || '.' || quote_ident(c.table_name)) IN (
+                 SELECT a.relid FROM pg_partition_ancestors(cmd.objid) AS a) LOOP
+      PERFORM idivm.sync_partitions(cap.id);  -- capture/partitions.py
+    END LOOP;
+  END LOOP;
 END
 """
 
 TRIGGERS = {  # event trigger -> (event, tags, function, body)
     "idivm_on_alter": ("ddl_command_end", ("ALTER TABLE",), "idivm.on_alter_table", ON_ALTER),
     "idivm_on_drop": ("sql_drop", ("DROP TABLE", "DROP SCHEMA", "DROP OWNED"), "idivm.on_drop_table", ON_DROP),
+    # partitions created, attached or detached: capture follows them (not a WARNING on failure: a
+    # partition left without capture would lose changes, so the DDL fails instead)
+    "idivm_on_partitions": ("ddl_command_end", ("CREATE TABLE", "ALTER TABLE"), "idivm.on_partitions", ON_PARTITIONS),
 }
 
 

@@ -7,11 +7,21 @@ changed tuple, tagged with the writing transaction's top-level xid8
 transactions that committed between two snapshots (see maintain/instances).
 
 - INSERT logs (NULL, new); DELETE logs (old, NULL).
-- UPDATE pairs OLD/NEW transition rows by primary key: a key update becomes
-  (old, NULL) + (NULL, new), i.e. a delete and an insert; rows left unchanged
-  by the UPDATE are not logged.
+- UPDATE logs (old, new) pairs, one per updated tuple, leaving out pairs
+  whose images are equal (compared as jsonb text, so 1.0 -> 1.00 is a change).
+  The pairing is by position in the transition tables, not by key: PostgreSQL
+  merges the rows that foreign-key cascades change into the transition tables
+  of the statement that fired them, so one key can appear several times on
+  each side (self-referencing ON UPDATE CASCADE). Any one-to-one pairing is
+  exact, because maintenance folds a log as signed images (-old, +new; see
+  maintain/instances.py) and never relies on a pair sharing a key, nor on the
+  order of log rows: nested statements (a trigger's own writes) are logged
+  before the statement that fired them.
 - TRUNCATE (no transition tables exist for it) logs every row as deleted
   from a BEFORE TRUNCATE trigger.
+- The triggers are ENABLE ALWAYS: they also fire under
+  ``session_replication_role = replica`` (logical replication's apply
+  workers, some restore tools), which would otherwise write unlogged changes.
 
 Rows are stored as jsonb so that later ALTER TABLE on the base table is not
 blocked by a column of its row type. ``logged_at`` (the writing transaction's
@@ -34,8 +44,9 @@ from sqlalchemy.engine import Connection
 
 from ..algebra.tables import TableInfo
 from ..sqltext import ident, qualified, run, string_literal
+from .partitions import TRIGGER_DDL, sync_partitions
 
-TRIGGERS = ("idivm_capture_insert", "idivm_capture_update", "idivm_capture_delete", "idivm_capture_truncate")
+TRIGGERS = tuple(TRIGGER_DDL)
 
 
 def log_table(captured_id: int) -> str:
@@ -47,8 +58,6 @@ NOTIFY_CHANNEL = "idivm_changes"
 
 def _function_body(info: TableInfo, captured_id: int, log: str, sequence: str, threshold: int) -> str:
     o, n = ident("o"), ident("n")
-    first = ident(info.key[0])
-    on = " AND ".join(f"{o}.{ident(k)} = {n}.{ident(k)}" for k in info.key)
     return f"""
 DECLARE
   logged bigint;
@@ -61,12 +70,13 @@ BEGIN
   ELSIF TG_OP = 'UPDATE' THEN
     INSERT INTO {log} (old_row, new_row)
     SELECT p.old_row, p.new_row FROM (
-      SELECT CASE WHEN {o}.{first} IS NULL THEN NULL ELSE to_jsonb({o}.*) END AS old_row,
-             CASE WHEN {n}.{first} IS NULL THEN NULL ELSE to_jsonb({n}.*) END AS new_row
-      FROM idivm_old AS {o} FULL JOIN idivm_new AS {n} ON {on}) AS p
-    WHERE p.old_row IS DISTINCT FROM p.new_row;
-  ELSIF TG_OP = 'TRUNCATE' THEN
-    INSERT INTO {log} (old_row, new_row) SELECT to_jsonb({o}.*), NULL FROM {info.qualified} AS {o};
+      SELECT x.r AS old_row, y.r AS new_row
+      FROM (SELECT to_jsonb({o}.*) AS r, row_number() OVER () AS i FROM idivm_old AS {o}) AS x
+      FULL JOIN (SELECT to_jsonb({n}.*) AS r, row_number() OVER () AS i FROM idivm_new AS {n}) AS y ON x.i = y.i) AS p
+    WHERE CAST(p.old_row AS text) IS DISTINCT FROM CAST(p.new_row AS text);
+  ELSIF TG_OP = 'TRUNCATE' THEN  -- this table's own rows: each truncated partition logs its own
+    EXECUTE format('INSERT INTO {log} (old_row, new_row) SELECT to_jsonb(o.*), NULL FROM ONLY %s AS o',
+                   TG_RELID::regclass);
   END IF;
   GET DIAGNOSTICS logged = ROW_COUNT;
   IF logged > 0 THEN
@@ -106,15 +116,16 @@ def ensure_capture(conn: Connection, info: TableInfo) -> int:
     )
     install_function(conn, cid, info)
     t = info.qualified
-    run(conn, f"CREATE TRIGGER idivm_capture_insert AFTER INSERT ON {t} REFERENCING NEW TABLE AS idivm_new "
-                         f"FOR EACH STATEMENT EXECUTE FUNCTION {fn}()")
-    run(conn, f"CREATE TRIGGER idivm_capture_update AFTER UPDATE ON {t} REFERENCING OLD TABLE AS idivm_old "
-                         f"NEW TABLE AS idivm_new FOR EACH STATEMENT EXECUTE FUNCTION {fn}()")
-    run(conn, f"CREATE TRIGGER idivm_capture_delete AFTER DELETE ON {t} REFERENCING OLD TABLE AS idivm_old "
-                         f"FOR EACH STATEMENT EXECUTE FUNCTION {fn}()")
-    run(conn, f"CREATE TRIGGER idivm_capture_truncate BEFORE TRUNCATE ON {t} "
-                         f"FOR EACH STATEMENT EXECUTE FUNCTION {fn}()")
+    for name, (when, referencing) in TRIGGER_DDL.items():
+        run(conn, f"CREATE TRIGGER {name} {when} ON {t} {referencing} FOR EACH STATEMENT EXECUTE FUNCTION {fn}()")
+    enable_always(conn, t)
+    sync_partitions(conn, cid)  # a partitioned table: the same triggers on every partition
     return cid
+
+
+def enable_always(conn: Connection, table: str) -> None:
+    """Make the capture triggers on `table` fire whatever session_replication_role says."""
+    run(conn, f"ALTER TABLE {table} " + ", ".join(f"ENABLE ALWAYS TRIGGER {ident(trg)}" for trg in TRIGGERS))
 
 
 def captured_columns() -> str:

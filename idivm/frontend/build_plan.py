@@ -24,7 +24,7 @@ from ..algebra.plan import Aggregate, Join, Node, Project, Scan, Select, Union, 
 from ..errors import IdivmError, UnknownObject, UnsupportedQuery
 from .aggregate_subqueries import fold_aggregate_subquery
 from .aggregates import build_aggregate, has_aggregation
-from .checks import check_deterministic, check_statement, refuse, union_branches
+from .checks import check_comparable, check_constructs, check_deterministic, check_statement, drop_ignored_order, refuse, union_branches
 from .ctes import inline_ctes
 from .semijoins import extract_subqueries
 from .setops import reduce_set_difference
@@ -59,6 +59,11 @@ def parse_one(sql: str) -> exp.Expression:
     return statements[0]
 
 
+def ignored_clauses(sql: str) -> list[str]:
+    """Notices about what the view's definition says that a maintained view ignores (explain shows them)."""
+    return drop_ignored_order(parse_one(sql))[1]
+
+
 def _require_names(select: exp.Select) -> None:
     for e in select.expressions:
         if isinstance(e, (exp.Alias, exp.Column, exp.Star)):
@@ -75,7 +80,10 @@ def _conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
 
 
 def compile_view_sql(conn: Connection, sql: str) -> CompiledView:
-    tree = inline_ctes(normalize_identifiers(parse_one(sql), dialect="postgres"))
+    parsed = parse_one(sql)
+    check_constructs(parsed)
+    parsed, _ = drop_ignored_order(parsed)
+    tree = inline_ctes(normalize_identifiers(parsed, dialect="postgres"))
     tree = fold_aggregate_subquery(reduce_set_difference(tree))
     union = union_branches(tree)
     if union is None:
@@ -140,7 +148,7 @@ def _compile_select(conn: Connection, select: exp.Select, first: bool) -> tuple[
         _require_names(select)
     infos: dict[tuple[str, str], TableInfo] = {}
     for table in select.find_all(exp.Table):
-        info = reflect_table(conn, table.db or None, table.name)
+        info = reflect_table(conn, table.db or None, table.name, only=bool(table.args.get("only")))
         infos[(info.schema, info.name)] = info
         table.set("db", exp.to_identifier(info.schema, quoted=True))
         table.set("this", exp.to_identifier(info.name, quoted=True))
@@ -159,6 +167,7 @@ def _compile_select(conn: Connection, select: exp.Select, first: bool) -> tuple[
     if any(isinstance(sq.parent, (exp.From, exp.Join)) for sq in tree.find_all(exp.Subquery)):
         raise refuse("this subquery in FROM (it could not be merged into the outer query)")
     check_deterministic(conn, tree)
+    check_comparable(conn, tree, infos)
 
     aliases: dict[str, TableInfo] = {}
 

@@ -5,11 +5,15 @@ view leaves the database untouched.
 """
 from __future__ import annotations
 
+import re
+
+import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlglot import exp
 
 from ..errors import UnsupportedQuery
+from ..sqltext import run
 
 SUPPORTED = (
     "see docs/sql-support.md for what is (inner joins, WHERE, [NOT] EXISTS / [NOT] IN over one table, "
@@ -19,7 +23,6 @@ SUPPORTED = (
 
 # (node type, how to name it) - checked in this order
 _REFUSED: tuple[tuple[type[exp.Expression], str], ...] = (
-    (exp.Window, "window functions (OVER ...)"),
     (exp.Limit, "LIMIT"),
     (exp.Offset, "OFFSET"),
     (exp.Fetch, "FETCH"),
@@ -32,8 +35,62 @@ _REFUSED: tuple[tuple[type[exp.Expression], str], ...] = (
 _TIME_NODES = (exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime, exp.CurrentUser)
 
 
-def refuse(construct: str) -> UnsupportedQuery:
-    return UnsupportedQuery(f"{construct} not supported in maintained views yet; {SUPPORTED}")
+SYSTEM_COLUMNS = ("xmin", "xmax", "cmin", "cmax", "ctid", "tableoid")
+
+
+def check_constructs(tree: exp.Expression) -> None:
+    """Refusals that look at the whole statement as parsed, before any rewrite: constructs that
+    no rewrite handles, each named (with the rewrite that works, where one exists)."""
+    if not isinstance(tree, exp.Query):
+        raise UnsupportedQuery(f"a view is defined by a SELECT statement, got {tree.key.upper()}")
+    for node in tree.walk():
+        if isinstance(node, (exp.Insert, exp.Update, exp.Delete, exp.Merge)):
+            raise UnsupportedQuery(
+                f"a data-modifying statement ({node.key.upper()}) inside the view's query: a view is defined "
+                "by a SELECT that only reads; run the modification separately")
+        if isinstance(node, exp.TableSample):
+            raise UnsupportedQuery(
+                "TABLESAMPLE is not deterministic (each run samples other rows), so a maintained view could not "
+                "stay equal to its query; filter rows with a WHERE condition instead")
+        if isinstance(node, (exp.Rollup, exp.Cube, exp.GroupingSets)):
+            name = {"rollup": "ROLLUP", "cube": "CUBE", "groupingsets": "GROUPING SETS"}[node.key]
+            raise refuse(f"GROUP BY {name}", "register one view per grouping, or combine them with UNION ALL")
+        if isinstance(node, exp.Window):
+            raise refuse("window functions (OVER ...)")
+        if isinstance(node, exp.WithinGroup):
+            raise refuse("ordered-set aggregates (WITHIN GROUP)")
+        if isinstance(node, exp.Order) and isinstance(node.parent, exp.AggFunc) or (
+                isinstance(node, exp.AggFunc) and isinstance(node.this, exp.Order)):
+            raise refuse(f"ordered aggregates, {node.sql('postgres')},")
+        if isinstance(node, exp.Distinct) and isinstance(node.parent, exp.AggFunc) and (
+                len(node.expressions) > 1 or any(isinstance(e, exp.Tuple) for e in node.expressions)):
+            raise refuse(f"an aggregate over DISTINCT row values, {node.parent.sql('postgres')},",
+                         "count distinct combinations with a subquery: SELECT count(*) FROM (SELECT DISTINCT a, b ...)")
+        if isinstance(node, exp.Column) and node.name.lower() in SYSTEM_COLUMNS:
+            raise refuse(f"system column {node.name}", "its value changes without the row's values changing")
+        if isinstance(node, exp.Select) and not (node.args.get("from_") or node.args.get("from")):
+            if node is tree:
+                raise refuse(f"a SELECT without FROM, {node.sql('postgres')},", "a maintained view reads tables")
+            raise refuse(f"a subquery without FROM, {node.sql('postgres')},",
+                         "it is a constant: write the condition without the subquery")
+
+
+def drop_ignored_order(tree: exp.Expression) -> tuple[exp.Expression, list[str]]:
+    """A top-level ORDER BY (without LIMIT or OFFSET) means nothing for a stored table: drop it, and say
+    so (explain shows the notice). Read the view with ORDER BY instead."""
+    order = tree.args.get("order")
+    if order is None or tree.args.get("limit") or tree.args.get("offset") or tree.args.get("fetch"):
+        return tree, []
+    tree = tree.copy()
+    tree.set("order", None)
+    return tree, [f"{order.sql('postgres').strip()} is ignored: a maintained view is a table, whose rows have no "
+                  "order; order them when you read it (SELECT ... FROM view ORDER BY ...)"]
+
+
+def refuse(construct: str, instead: str | None = None) -> UnsupportedQuery:
+    """The one-line refusal of a construct, with the rewrite that works where there is one."""
+    return UnsupportedQuery(f"{construct} not supported in maintained views yet"
+                            + (f" ({instead})" if instead else "") + f"; {SUPPORTED}")
 
 
 def union_branches(tree: exp.Expression) -> tuple[list[exp.Select], bool] | None:
@@ -42,9 +99,9 @@ def union_branches(tree: exp.Expression) -> tuple[list[exp.Select], bool] | None
     `a UNION ALL b UNION c` is distinct as a whole; a distinct union nested under UNION ALL is refused."""
     if not isinstance(tree, exp.Union) or isinstance(tree, (exp.Except, exp.Intersect)):
         return None
-    for clause in ("order", "limit", "offset"):
+    for clause in ("limit", "offset", "order"):
         if tree.args.get(clause):
-            raise refuse(f"{clause.upper()} on a set operation")
+            raise refuse(f"{'ORDER BY' if clause == 'order' else clause.upper()} on a set operation")
     distinct = bool(tree.args.get("distinct"))
     branches: list[exp.Select] = []
     for side in (tree.left, tree.right):
@@ -108,35 +165,72 @@ def check_statement(tree: exp.Expression) -> exp.Select:
     return tree
 
 
-def function_names(tree: exp.Expression) -> set[str]:
-    """PostgreSQL names of the functions a tree calls."""
-    names: set[str] = set()
-    for f in tree.find_all(exp.Func):
-        if isinstance(f, exp.Anonymous):
-            names.add(str(f.name).lower())
-        else:
-            text = f.sql("postgres")
-            if "(" in text:
-                head = text.split("(", 1)[0].strip().lower()
-                if head.replace("_", "").isalnum():
-                    names.add(head)
-    return names
+def check_comparable(conn: Connection, tree: exp.Expression, infos: dict) -> None:
+    """Refuse columns the view reads whose type has no equality (json, point, xml, json[], ...):
+    maintenance compares a column's old and new values and matches rows by value, which PostgreSQL
+    cannot do for them. The column is named, with what works. Columns the view does not read may
+    have any type (capture compares whole rows as jsonb)."""
+    by_alias = {t.alias_or_name: infos[(t.db, t.name)] for t in tree.find_all(exp.Table) if (t.db, t.name) in infos}
+    used: dict[str, list[str]] = {}
+    for c in tree.find_all(exp.Column):
+        info = by_alias.get(c.table)
+        if info is None:
+            continue
+        typ = dict(info.columns).get(c.name)
+        if typ is not None:
+            used.setdefault(typ, []).append(f"{info.schema}.{info.name}.{c.name}")
+    for typ, columns in sorted(used.items()):
+        with conn.begin_nested() as savepoint:
+            try:  # what maintenance needs of a type: = (IS DISTINCT FROM) and grouping
+                run(conn, f"SELECT x FROM (SELECT CAST(NULL AS {typ}) AS x) AS s WHERE x IS NOT DISTINCT FROM x GROUP BY x")
+            except psycopg.Error:
+                savepoint.rollback()
+                instead = typ.replace("json", "jsonb", 1) if typ.startswith("json") and not typ.startswith("jsonb") \
+                    else "text"
+                raise UnsupportedQuery(
+                    f"column {sorted(set(columns))[0]} has type {typ}, which has no equality operator, so "
+                    "maintenance could not tell its changes (even under a cast: it compares the column itself); "
+                    f"change the column's type to {instead}, or read a generated column "
+                    f"(GENERATED ALWAYS AS (CAST(... AS {instead})) STORED) instead") from None
+            savepoint.rollback()
+
+
+_CALLS = re.compile(r":(funcid|opfuncid|opno|aggfnoid) (\d+)")
 
 
 def check_deterministic(conn: Connection, tree: exp.Expression) -> None:
-    """Refuse volatile and stable functions: their value can change without any table changing."""
-    names = sorted(function_names(tree))
-    if not names:
+    """Refuse volatile and stable functions: their value can change without any table changing.
+
+    Judged by the overload PostgreSQL resolves for the argument types, not by name: extract(year
+    FROM date_col) calls an immutable date_part, date_part('year', timestamptz_col) a stable one
+    (it depends on the session's TimeZone). PostgreSQL resolves them: the query becomes a
+    temporary view inside a savepoint that is rolled back, and the functions, operators and
+    aggregates its stored query tree calls (pg_rewrite.ev_action) are looked up in pg_proc."""
+    probe = "pg_temp.idivm_volatility_probe"
+    with conn.begin_nested() as savepoint:
+        try:
+            run(conn, f"CREATE TEMP VIEW {probe} AS SELECT 1 AS x FROM ({tree.sql('postgres')}) AS q")
+        except psycopg.Error as e:
+            savepoint.rollback()
+            first = str(e).splitlines()[0]
+            raise UnsupportedQuery(f"PostgreSQL rejected the view's query: {first}") from None
+        action = conn.execute(sa.text("SELECT CAST(ev_action AS text) FROM pg_rewrite "
+                                      "WHERE ev_class = CAST(:probe AS regclass)"), {"probe": probe}).scalar()
+        savepoint.rollback()
+    functions = {int(n) for kind, n in _CALLS.findall(action or "") if kind != "opno"}
+    operators = {int(n) for kind, n in _CALLS.findall(action or "") if kind == "opno"}
+    if not functions and not operators:
         return
-    bad = conn.execute(
-        sa.text(
-            "SELECT DISTINCT proname FROM pg_proc WHERE proname = ANY(:names) AND provolatile IN ('v', 's') "
-            "ORDER BY 1"
-        ),
-        {"names": names},
-    ).scalars().all()
+    bad = conn.execute(sa.text(
+        "SELECT DISTINCT CAST(CAST(p.oid AS regprocedure) AS text) AS fn, p.provolatile AS v FROM pg_proc p "
+        "WHERE p.provolatile <> 'i' AND (p.oid = ANY(:f) OR p.oid IN "
+        "(SELECT o.oprcode FROM pg_operator o WHERE o.oid = ANY(:o))) ORDER BY 1"
+    ), {"f": sorted(functions), "o": sorted(operators)}).all()
     if bad:
-        raise UnsupportedQuery(
-            f"function {', '.join(bad)} is volatile or stable in PostgreSQL (its result can change between "
-            "maintenances without any table changing); maintained views use immutable functions only"
-        )
+        names = ", ".join(f"{r.fn}" for r in bad)
+        why = ("volatile in PostgreSQL (its result can change from one call to the next)"
+               if any(r.v == "v" for r in bad) else
+               "stable in PostgreSQL for these argument types (its result depends on session settings such as "
+               "TimeZone or DateStyle, or on the database's state)")
+        raise UnsupportedQuery(f"function {names} is {why}, so a maintained view could not stay equal to its "
+                               "query; maintained views use immutable functions only")

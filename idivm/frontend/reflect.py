@@ -24,8 +24,13 @@ def resolve_table(conn: Connection, schema: str | None, name: str) -> tuple[str,
     return row[0], row[1], row[2]
 
 
-def reflect_table(conn: Connection, schema: str | None, name: str) -> TableInfo:
-    """Reflect one base table; refuse what idivm cannot capture changes of."""
+def reflect_table(conn: Connection, schema: str | None, name: str, only: bool = False) -> TableInfo:
+    """Reflect one base table; refuse what idivm cannot capture changes of.
+
+    A partitioned table is captured with all its partitions (capture/triggers.py). Inheritance is
+    refused: rows written directly to a child would not reach its parent's statement triggers, and
+    rows written through a parent would not reach the child's. A partition alone is refused for the
+    same reason (writes through its root fire only the root's triggers)."""
     schema, name, relkind = resolve_table(conn, schema, name)
     if relkind not in ("r", "p"):
         kinds = {"v": "a view", "m": "a materialized view", "f": "a foreign table", "S": "a sequence"}
@@ -33,6 +38,27 @@ def reflect_table(conn: Connection, schema: str | None, name: str) -> TableInfo:
             f'"{schema}.{name}" is {kinds.get(relkind, "not an ordinary table")}; '
             "idivm maintains views over ordinary tables only"
         )
+    family = conn.execute(sa.text(
+        "SELECT c.relispartition, "
+        "(SELECT string_agg(CAST(i.inhparent AS regclass)::text, ', ') FROM pg_inherits i WHERE i.inhrelid = c.oid), "
+        "(SELECT string_agg(CAST(i.inhrelid AS regclass)::text, ', ' ORDER BY 1) FROM pg_inherits i WHERE i.inhparent = c.oid) "
+        "FROM pg_class c WHERE c.oid = CAST(quote_ident(:s) || '.' || quote_ident(:n) AS regclass)"
+    ), {"s": schema, "n": name}).one()
+    if family[0]:
+        raise UnsupportedQuery(
+            f'table "{schema}.{name}" is a partition of {family[1]}; rows written through {family[1]} would not be '
+            f"seen, so register the view over {family[1]} (with a WHERE on its partition key)")
+    if family[1]:
+        raise UnsupportedQuery(
+            f'table "{schema}.{name}" inherits from {family[1]} (table inheritance is not supported: rows written '
+            "through the parent would not be seen); a partitioned table is")
+    if family[2] and relkind == "r":
+        raise UnsupportedQuery(
+            f'table "{schema}.{name}" has inheritance children ({family[2]}) (table inheritance is not supported: '
+            "rows written to a child would not be seen); a partitioned table is")
+    if only and relkind == "p":
+        raise UnsupportedQuery(f'ONLY "{schema}.{name}" reads no rows (it is partitioned: its rows are in its '
+                               "partitions); remove ONLY")
     sql = columns_json("to_regclass(quote_ident(CAST(:s AS text)) || '.' || quote_ident(CAST(:n AS text)))")
     rows = conn.execute(sa.text(f"SELECT {sql}"), {"s": schema, "n": name}).scalar()
     return table_info(schema, name, rows)

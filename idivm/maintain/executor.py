@@ -15,6 +15,8 @@
 """
 from __future__ import annotations
 
+from ..names import display_name
+
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -44,8 +46,11 @@ class MaintenanceReport:
     breakdown: dict[str, float] = field(default_factory=lambda: {"i-diffs": 0.0, "cache": 0.0, "view": 0.0})
 
     skipped: str | None = None  # why the view was not maintained (maintaining all views skips stale ones)
+    failed: str | None = None  # why its maintenance failed (rolled back; maintaining several views goes on)
 
     def __str__(self) -> str:
+        if self.failed:
+            return f"{self.view}: FAILED: {self.failed}"
         if self.skipped:
             return f"{self.view}: skipped: {self.skipped}"
         return (f"{self.view}: {self.changes} effective changes, {self.statements} statements, "
@@ -155,6 +160,10 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
             before_commit(conn)
         return []
     if row.stale_reason is not None:
+        if row.stale_reason.startswith("base table") and row.stale_reason.endswith("was dropped"):
+            # refresh would fail too: its definition reads the table
+            raise Stale(f"view {report.view} is stale ({row.stale_reason}); recreate the table and run "
+                        f"`idivm refresh {report.view}`, or drop the view (`idivm drop-view {report.view}`)")
         raise Stale(f"view {report.view} is stale ({row.stale_reason}); run `idivm refresh {report.view}` "
                     "to rebuild it from its definition")
     changed: dict[int, int] = {}
@@ -162,7 +171,7 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
     for t in inputs:
         info = table_info(t.schema_name, t.table_name, t.columns)
         n = changed[t.id] = build_instance(conn, view_id, t.id, t.log_table, info)
-        report.per_table[f"{t.schema_name}.{t.table_name}"] = n
+        report.per_table[display_name(t.schema_name, t.table_name)] = n
         report.changes += n
     report.breakdown["i-diffs"] = time.perf_counter() - started
     if report.changes:

@@ -1,23 +1,39 @@
-"""Immediate maintenance: a view kept fresh inside every writing statement's own transaction.
+"""Immediate maintenance: views kept fresh inside every writing statement's own transaction.
 
-For an immediate view, each of its base tables gets statement-level AFTER triggers (named
-``idivm_immediate_<view>_<op>``) whose function, generated per (view, table):
+Every table that an immediate view reads gets, besides its capture triggers:
 
-1. returns at once if the view is stale (a schema change; `idivm refresh` rebuilds it);
-2. takes an EXCLUSIVE lock on the view table: writers of the view's tables are serialised at
-   the view (readers are not blocked), so two transactions never derive changes from states
-   that miss each other's committed rows;
-3. turns the statement's transition tables into the table's i-diff instance (same table and
-   shape as deferred maintenance builds from the log: kind, pre__c, post__c; an UPDATE pairs old
-   and new rows by key, a key update becomes a delete and an insert, unchanged rows vanish);
-4. runs the view's stored Δ-script statements that this i-diff drives (and those driven by none),
-   exactly as deferred maintenance would with this one statement's changes: after the statement
-   the base tables are in the post-state the script assumes.
+- ``idivm_immediate_enter``, BEFORE INSERT OR UPDATE OR DELETE FOR EACH STATEMENT: counts the
+  statement as open (a transaction-local setting, ``idivm.open_statements``; a rolled-back
+  subtransaction restores it, as it removes the rows the statement wrote);
+- ``idivm_immediate_leave_<op>``, AFTER <op> FOR EACH STATEMENT with transition tables: stashes the
+  statement's changes as signed images (-old, +new) in ``pg_temp.idivm_pending_<table>``, closes
+  the statement, and when it was the last open one calls ``idivm.immediate_apply()``;
+- ``idivm_immediate_truncate``, BEFORE TRUNCATE: refused (no transition tables exist for it).
 
-Limits, each refused with a message naming it: writers must run at READ COMMITTED (under
-REPEATABLE READ a writer's snapshot could miss rows another committed before it got the lock);
-TRUNCATE of a base table is refused (no transition tables exist for it). The function is
-SECURITY DEFINER with a fixed search_path, like the capture functions.
+Why not apply at the end of each statement: writes nest. A user's AFTER ROW trigger that updates
+another row, a function called by a trigger, an ON DELETE CASCADE that reaches another table: the
+nested statement ends, and its statement triggers fire, *before* the statement that caused it has
+fired its own. Applying the nested statement's changes then would derive them against base tables
+that already hold the outer statement's rows while the view does not. So changes wait until no
+captured statement is open; by then every change since the last application has been stashed, and
+the base tables are exactly the view's state plus the stash.
+
+``idivm.immediate_apply()`` (one function for the whole database, rebuilt by sync() whenever the
+set of immediate views changes) folds each table's stash into its i-diff instance with the same
+fold as deferred maintenance (capture/fold.py: signed images, exact under FK cascades, which
+PostgreSQL merges into the outer statement's transition tables), then for each immediate view that
+a non-empty instance drives: returns early if the view is stale (a schema change; `idivm refresh`
+rebuilds it), refuses writers that do not run at READ COMMITTED (under REPEATABLE READ a writer's
+snapshot could miss rows another committed before it got the lock), takes an EXCLUSIVE lock on
+the view table (writers of its tables serialise at the view; readers are not blocked), and runs
+the view's stored Δ-script statements driven by the changed tables (and those driven by none), as
+deferred maintenance would. Views are applied readers first: a view over another view sees the
+lower view's table before this round changed it, and the lower view's own changes are stashed
+(its table is captured like any other) and applied to the readers in the next round, until
+nothing is left.
+
+The functions are SECURITY DEFINER with a fixed search_path, like the capture functions, and run
+with client_min_messages = warning: writers' sessions see nothing from idivm but real errors.
 
 Switching modes (api.Engine.set_mode) happens with the base tables locked against writers:
 deferred -> immediate first applies every pending change in the same transaction;
@@ -25,25 +41,29 @@ immediate -> deferred records the current snapshot as consumed.
 """
 from __future__ import annotations
 
+from ..names import display_name
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..algebra.tables import TableInfo
+from ..capture.fold import fold_select
 from ..compile.render import delta_table
 from ..frontend.reflect import table_info
+from ..operate.dependencies import dependency_order, edges
 from ..sqltext import ident, qualified, run, string_literal
 
-OPS = {"insert": "AFTER INSERT", "update": "AFTER UPDATE", "delete": "AFTER DELETE", "truncate": "BEFORE TRUNCATE"}
-REFERENCING = {"insert": "REFERENCING NEW TABLE AS idivm_new", "delete": "REFERENCING OLD TABLE AS idivm_old",
-               "update": "REFERENCING OLD TABLE AS idivm_old NEW TABLE AS idivm_new", "truncate": ""}
+OPEN = "idivm.open_statements"  # transaction-local count of captured statements not yet left
+APPLY = qualified("idivm", "immediate_apply")
+ENTER = qualified("idivm", "immediate_enter")
+FUNCTION_SETTINGS = "SET search_path = pg_catalog, pg_temp SET client_min_messages = warning"
+LEAVE_OPS = {"insert": "REFERENCING NEW TABLE AS idivm_new", "delete": "REFERENCING OLD TABLE AS idivm_old",
+             "update": "REFERENCING OLD TABLE AS idivm_old NEW TABLE AS idivm_new"}
+TRIGGERS = ["idivm_immediate_enter", "idivm_immediate_truncate"] + [f"idivm_immediate_leave_{op}" for op in LEAVE_OPS]
 
 
-def function_name(view_id: int, captured_id: int) -> str:
-    return qualified("idivm", f"immediate_{view_id}_{captured_id}")
-
-
-def trigger_name(view_id: int, op: str) -> str:
-    return ident(f"idivm_immediate_{view_id}_{op}")
+def pending_table(captured_id: int) -> str:
+    return f"pg_temp.{ident(f'idivm_pending_{captured_id}')}"
 
 
 def instance_columns(info: TableInfo) -> str:
@@ -54,93 +74,160 @@ def instance_columns(info: TableInfo) -> str:
     return ", ".join(cols)
 
 
-def _fold(info: TableInfo) -> str:
-    """This statement's changes as i-diff rows (transition tables -> kind, pre__*, post__*)."""
+def _create_temp(name: str, columns: str) -> str:
+    """PL/pgSQL: create a session temp table once (no NOTICE when it exists)."""
+    return (f"IF to_regclass({string_literal(name)}) IS NULL THEN "
+            f"CREATE TEMP TABLE {name} ({columns}) ON COMMIT DELETE ROWS; END IF;")
+
+
+def _counter(delta: int) -> str:
+    return (f"set_config({string_literal(OPEN)}, (coalesce(nullif(current_setting({string_literal(OPEN)}, true), ''), "
+            f"'0')::int + ({int(delta)}))::text, true)")
+
+
+def _enter_body() -> str:
+    return f"BEGIN\n  PERFORM {_counter(1)};\n  RETURN NULL;\nEND"
+
+
+def _leave_body(captured_id: int) -> str:
+    pending = pending_table(captured_id)
     o, n = ident("o"), ident("n")
-    pre = ", ".join(f"{o}.{ident(c)}" for c in info.column_names)
-    post = ", ".join(f"{n}.{ident(c)}" for c in info.column_names)
-    nulls = ", ".join("NULL" for _ in info.column_names)
-    first = ident(info.key[0])
-    on = " AND ".join(f"{o}.{ident(k)} = {n}.{ident(k)}" for k in info.key)
-    return {
-        "INSERT": f"SELECT 'I', {nulls}, {post} FROM idivm_new AS {n}",
-        "DELETE": f"SELECT 'D', {pre}, {nulls} FROM idivm_old AS {o}",
-        "UPDATE": (f"SELECT CASE WHEN {o}.{first} IS NULL THEN 'I' WHEN {n}.{first} IS NULL THEN 'D' ELSE 'U' END, "
-                   f"{pre}, {post} FROM idivm_old AS {o} FULL JOIN idivm_new AS {n} ON {on} "
-                   f"WHERE {o} IS DISTINCT FROM {n}"),
-    }
-
-
-def _body(view_id: int, view_table: str, shown: str, captured_id: int, info: TableInfo,
-          all_inputs: dict[int, TableInfo], statements: list[sa.Row]) -> str:
-    target = delta_table(captured_id)
-    ensure = "\n".join(f"  CREATE TEMP TABLE IF NOT EXISTS {delta_table(c)} ({instance_columns(i)}) ON COMMIT DELETE ROWS;"
-                       for c, i in sorted(all_inputs.items()))
-    scratch = ", ".join(f"pg_temp.{ident(f'idivm_{what}_{view_id}')}" for what in ("affected", "group_deltas"))
-    script = "\n".join(f"    EXECUTE {string_literal(st.sql)};" for st in statements
-                       if st.driven_by is None or st.driven_by == captured_id)
-    fold = _fold(info)
-    msg_truncate = string_literal(
-        f"TRUNCATE of {info.qualified} is not supported while view {shown} is maintained immediately; "
-        f"use DELETE, or switch the view to deferred (idivm set-mode {shown} deferred)")
-    msg_isolation = string_literal(
-        f"view {shown} is maintained immediately, which needs writers at READ COMMITTED; this transaction "
-        f"runs at %s (or switch the view to deferred: idivm set-mode {shown} deferred)")
     return f"""
+DECLARE
+  still_open int;
 BEGIN
-  IF TG_OP = 'TRUNCATE' THEN
-    RAISE EXCEPTION {msg_truncate} USING ERRCODE = 'feature_not_supported';
+  {_create_temp(pending, "img jsonb, n int")}
+  IF TG_OP IN ('DELETE', 'UPDATE') THEN
+    INSERT INTO {pending} SELECT to_jsonb({o}.*), -1 FROM idivm_old AS {o};
   END IF;
-  IF EXISTS (SELECT 1 FROM idivm.views WHERE id = {int(view_id)} AND stale_reason IS NOT NULL) THEN
-    RETURN NULL;  -- stale after a schema change: `idivm refresh` rebuilds it
+  IF TG_OP IN ('INSERT', 'UPDATE') THEN
+    INSERT INTO {pending} SELECT to_jsonb({n}.*), 1 FROM idivm_new AS {n};
   END IF;
-  IF current_setting('transaction_isolation') <> 'read committed' THEN
-    RAISE EXCEPTION {msg_isolation}, current_setting('transaction_isolation') USING ERRCODE = 'feature_not_supported';
-  END IF;
-  LOCK TABLE {view_table} IN EXCLUSIVE MODE;
-{ensure}
-  DELETE FROM {target};
-  IF TG_OP = 'INSERT' THEN
-    INSERT INTO {target} {fold["INSERT"]};
-  ELSIF TG_OP = 'DELETE' THEN
-    INSERT INTO {target} {fold["DELETE"]};
-  ELSE
-    INSERT INTO {target} {fold["UPDATE"]};
-  END IF;
-  IF FOUND THEN
-    DROP TABLE IF EXISTS {scratch};
-{script}
-    DELETE FROM {target};
+  still_open := {_counter(-1)}::int;
+  IF still_open <= 0 THEN
+    PERFORM {APPLY}();
   END IF;
   RETURN NULL;
 END
 """
 
 
-def install(conn: Connection, view_id: int) -> None:
-    """Create the immediate triggers of a view on each of its base tables (see the module docstring)."""
+def _truncate_body(info: TableInfo, views: list[str]) -> str:
+    shown = ", ".join(views)
+    msg = string_literal(
+        f"TRUNCATE of {info.qualified} is not supported while view {shown} is maintained immediately; "
+        f"use DELETE, or switch the view to deferred (idivm set-mode {views[0]} deferred)")
+    return f"BEGIN\n  RAISE EXCEPTION {msg} USING ERRCODE = 'feature_not_supported';\nEND"
+
+
+def _apply_body(views: list[sa.Row], inputs: dict[int, TableInfo], reads: dict[int, list[int]],
+                scripts: dict[int, list[sa.Row]]) -> str:
+    changed = {cid: f"changed_{cid}" for cid in sorted(inputs)}
+    declare = "\n".join(f"  {v} boolean;" for v in changed.values())
+    fold = []
+    for cid, info in sorted(inputs.items()):
+        pending, target = pending_table(cid), delta_table(cid)
+        fold.append(f"""    {_create_temp(target, instance_columns(info))}
+    DELETE FROM {target};
+    {changed[cid]} := false;
+    IF to_regclass({string_literal(pending)}) IS NOT NULL THEN
+      INSERT INTO {target} {fold_select(info, f"SELECT p.img, p.n FROM {pending} AS p")};
+      {changed[cid]} := FOUND;
+      DELETE FROM {pending};
+    END IF;""")
+    apply = []
+    for v in views:
+        shown = display_name(v.schema_name, v.view_name)
+        scratch = ", ".join(f"pg_temp.{ident(f'idivm_{what}_{v.id}')}" for what in ("affected", "group_deltas"))
+        msg_isolation = string_literal(
+            f"view {shown} is maintained immediately, which needs writers at READ COMMITTED; this transaction "
+            "runs at %; switch the view to deferred (idivm set-mode "
+            f"{shown} deferred) to write at other isolation levels")
+        statements = []
+        for st in scripts[v.id]:
+            line = f"      EXECUTE {string_literal(st.sql)};"
+            statements.append(line if st.driven_by is None or st.driven_by not in changed
+                              else f"      IF {changed[st.driven_by]} THEN\n  {line}\n      END IF;")
+        any_input = " OR ".join(changed[c] for c in reads[v.id])
+        apply.append(f"""    IF ({any_input}) AND NOT EXISTS (SELECT 1 FROM idivm.views WHERE id = {int(v.id)} AND stale_reason IS NOT NULL) THEN
+      IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION {msg_isolation}, current_setting('transaction_isolation') USING ERRCODE = 'feature_not_supported';
+      END IF;
+      LOCK TABLE {qualified(v.schema_name, v.view_name)} IN EXCLUSIVE MODE;
+      DROP TABLE IF EXISTS {scratch};
+{chr(10).join(statements)}
+    END IF;""")
+    nothing = " AND ".join(f"NOT {c}" for c in changed.values())
+    clear = "\n".join(f"  DELETE FROM {delta_table(cid)};" for cid in sorted(inputs))
+    return f"""
+DECLARE
+{declare}
+BEGIN
+  PERFORM set_config({string_literal(OPEN)}, '1', true);  -- what the scripts write is stashed, applied next round
+  LOOP
+{chr(10).join(fold)}
+    EXIT WHEN {nothing};
+{chr(10).join(apply)}
+  END LOOP;
+{clear}
+  PERFORM set_config({string_literal(OPEN)}, '0', true);
+END
+"""
+
+
+def _function(conn: Connection, name: str, returns: str, body: str) -> None:
+    run(conn, f"CREATE OR REPLACE FUNCTION {name}() RETURNS {returns} LANGUAGE plpgsql SECURITY DEFINER "
+              f"{FUNCTION_SETTINGS} AS {string_literal(body)}")
+
+
+def sync(conn: Connection) -> None:
+    """Make the immediate triggers and functions match the catalog's immediate views (all of them:
+    the apply function and each table's triggers are shared by the views over that table)."""
     from .executor import view_inputs
 
-    view = conn.execute(sa.text("SELECT schema_name, view_name FROM idivm.views WHERE id = :v"), {"v": view_id}).one()
-    shown = f"{view.schema_name}.{view.view_name}"
-    inputs = {t.id: table_info(t.schema_name, t.table_name, t.columns) for t in view_inputs(conn, view_id, reflect=True)}
-    statements = conn.execute(sa.text(
-        "SELECT sql, driven_by FROM idivm.script_statements WHERE view_id = :v ORDER BY phase, position"
-    ), {"v": view_id}).all()
-    for cid, info in sorted(inputs.items()):
-        fn = function_name(view_id, cid)
-        body = _body(view_id, qualified(view.schema_name, view.view_name), shown, cid, info, inputs, statements)
-        run(conn, f"CREATE OR REPLACE FUNCTION {fn}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER "
-                  f"SET search_path = pg_catalog, pg_temp AS {string_literal(body)}")
-        for op, when in OPS.items():
-            run(conn, f"CREATE TRIGGER {trigger_name(view_id, op)} {when} ON {info.qualified} {REFERENCING[op]} "
-                      f"FOR EACH STATEMENT EXECUTE FUNCTION {fn}()")
-
-
-def uninstall(conn: Connection, view_id: int) -> None:
-    """Drop the view's immediate triggers (with their functions), wherever its tables now are."""
     for (name,) in conn.execute(sa.text(
         "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
-        "WHERE n.nspname = 'idivm' AND p.proname LIKE :pattern"
-    ), {"pattern": f"immediate\\_{int(view_id)}\\_%"}).all():
+        "WHERE n.nspname = 'idivm' AND p.proname LIKE 'immediate\\_%'"
+    )).all():  # CASCADE: their triggers too, wherever the tables now are
         run(conn, f"DROP FUNCTION IF EXISTS {qualified('idivm', name)}() CASCADE")
+    views = conn.execute(sa.text(
+        "SELECT id, schema_name, view_name FROM idivm.views WHERE mode = 'immediate' ORDER BY id")).all()
+    if not views:
+        return
+    by_id = {v.id: v for v in views}
+    order = list(reversed(dependency_order(sorted(by_id), edges(conn))))  # readers first (see the docstring)
+    inputs: dict[int, TableInfo] = {}
+    reads: dict[int, list[int]] = {}
+    readers: dict[int, list[str]] = {}
+    scripts: dict[int, list[sa.Row]] = {}
+    for v in views:
+        rows = view_inputs(conn, v.id, reflect=True)
+        reads[v.id] = [t.id for t in rows]
+        for t in rows:
+            if t.columns and t.id not in inputs:
+                inputs[t.id] = table_info(t.schema_name, t.table_name, t.columns)
+            readers.setdefault(t.id, []).append(display_name(v.schema_name, v.view_name))
+        scripts[v.id] = conn.execute(sa.text(
+            "SELECT sql, driven_by FROM idivm.script_statements WHERE view_id = :v ORDER BY phase, position"
+        ), {"v": v.id}).all()
+    for v in views:  # a table dropped under a (now stale) view: its reads drop out
+        reads[v.id] = [c for c in reads[v.id] if c in inputs]
+    order = [i for i in order if reads[i]]
+    if not inputs:
+        return
+    _function(conn, ENTER, "trigger", _enter_body())
+    _function(conn, APPLY, "void", _apply_body([by_id[i] for i in order], inputs, reads, scripts))
+    for cid, info in sorted(inputs.items()):
+        leave = qualified("idivm", f"immediate_leave_{cid}")
+        truncate = qualified("idivm", f"immediate_truncate_{cid}")
+        _function(conn, leave, "trigger", _leave_body(cid))
+        _function(conn, truncate, "trigger", _truncate_body(info, readers[cid]))
+        t = info.qualified
+        run(conn, f"CREATE TRIGGER idivm_immediate_enter BEFORE INSERT OR UPDATE OR DELETE ON {t} "
+                  f"FOR EACH STATEMENT EXECUTE FUNCTION {ENTER}()")
+        run(conn, f"CREATE TRIGGER idivm_immediate_truncate BEFORE TRUNCATE ON {t} "
+                  f"FOR EACH STATEMENT EXECUTE FUNCTION {truncate}()")
+        for op, referencing in LEAVE_OPS.items():
+            run(conn, f"CREATE TRIGGER {ident('idivm_immediate_leave_' + op)} AFTER {op.upper()} ON {t} "
+                      f"{referencing} FOR EACH STATEMENT EXECUTE FUNCTION {leave}()")
+        run(conn, f"ALTER TABLE {t} " + ", ".join(f"ENABLE ALWAYS TRIGGER {ident(trg)}" for trg in TRIGGERS))

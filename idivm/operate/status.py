@@ -5,6 +5,8 @@ changes of one row into one); their age is that of the oldest one's writing tran
 """
 from __future__ import annotations
 
+from ..names import display_name
+
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -71,10 +73,10 @@ def view_statuses(conn: Connection, default: Policy = DEFAULT, now: datetime | N
                           stale=r.stale_reason is not None)
         policy = policy_of(r, default)
         out.append(ViewStatus(
-            id=r.id, view=f"{r.schema_name}.{r.view_name}", strategy=r.strategy, mode=r.mode, policy=policy,
+            id=r.id, view=display_name(r.schema_name, r.view_name), strategy=r.strategy, mode=r.mode, policy=policy,
             state=state, decision=decide(state, policy, now), last_duration_ms=r.last_duration_ms,
             last_changes=r.last_changes, last_error=r.last_error, stale_reason=r.stale_reason,
-            inputs=[f"{i.schema_name}.{i.table_name}" for i in logs]))
+            inputs=[display_name(i.schema_name, i.table_name) for i in logs]))
     return out
 
 

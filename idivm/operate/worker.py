@@ -34,7 +34,7 @@ import psycopg
 import sqlalchemy as sa
 
 from ..capture.triggers import NOTIFY_CHANNEL
-from ..errors import first_line
+from ..errors import DatabaseUnavailable, first_line
 from ..maintain.executor import Busy, maintain_view
 from ..sqltext import ident
 from .dependencies import dependency_order, edges
@@ -50,6 +50,8 @@ def connection_lost(error: BaseException) -> bool:
     """Whether an error means the database connection is gone (retry later) rather than a failed
     maintenance of one view: client-side connection failures, SQLSTATE class 08, and the server
     shutting down or starting up (57P01-57P03)."""
+    if isinstance(error, DatabaseUnavailable):
+        return True
     if isinstance(error, sa.exc.DBAPIError):
         if error.connection_invalidated:
             return True

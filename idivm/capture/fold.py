@@ -1,0 +1,56 @@
+"""Folding several changes to one row into one effective change: the one place this convention lives.
+
+A change source is any relation of signed row images ``(img jsonb, n int)``: -1 for an image a
+change removed, +1 for an image it wrote. The capture log supplies one -1 (``old_row``) and one +1
+(``new_row``) per logged change; immediate mode stashes its statements' transition tables the same
+way.
+
+Why signed images and not "first pre-image, last post-image" in log order: the log's order is not
+the order in which changes happened. A statement-level trigger fires when its statement ends, so a
+write nested inside a statement (a user trigger's UPDATE, a function's DML) is logged before the
+statement that fired it; and PostgreSQL merges what foreign-key cascades change into the
+transition tables of the statement that fired them, so one key can appear several times on each
+side. Summing the signs per image needs no order: a key's versions v0 -> v1 -> ... -> vk
+telescope to -v0 +vk, whatever order the links were logged in and however they were paired. An
+image that ends with a negative sum is the key's state before the window (pre), one with a
+positive sum its state after (post); images whose signs cancel drop out, so a change undone in the
+same window disappears. Images are compared by their jsonb text, so 1.0 -> 1.00 counts as a change
+(jsonb equality would call them equal).
+
+The result has one row per changed key: ``kind`` ('I' no pre-image, 'D' no post-image, 'U' both)
+and ``pre__<col>``, ``post__<col>`` for every column: the effective i-diff instance (idIVM
+Section 5, conditions C1-C3).
+"""
+from __future__ import annotations
+
+from ..algebra.tables import TableInfo
+from ..sqltext import ident
+
+
+def fold_select(info: TableInfo, signed_images: str) -> str:
+    """A SELECT of the effective i-diff rows of `info`'s table from a query of (img, n) rows."""
+    rowtype = f"NULL::{info.qualified}"
+    keys = ", ".join(f"k.{ident(k)}" for k in info.key)
+    pre, post = ident("pre"), ident("post")
+    cols = ", ".join([f"{pre}.{ident(c)} AS {ident('pre__' + c)}" for c in info.column_names]
+                     + [f"{post}.{ident(c)} AS {ident('post__' + c)}" for c in info.column_names])
+    return f"""
+WITH s AS (
+  SELECT (array_agg(w.img))[1] AS img, sum(w.n) AS n
+  FROM ({signed_images}) AS w(img, n) GROUP BY CAST(w.img AS text) HAVING sum(w.n) <> 0
+), f AS (
+  SELECT (array_agg(s.img) FILTER (WHERE s.n < 0))[1] AS old_img,
+         (array_agg(s.img) FILTER (WHERE s.n > 0))[1] AS new_img
+  FROM s CROSS JOIN LATERAL jsonb_populate_record({rowtype}, s.img) AS k GROUP BY {keys}
+)
+SELECT CAST(CASE WHEN f.old_img IS NULL THEN 'I' WHEN f.new_img IS NULL THEN 'D' ELSE 'U' END AS text) AS kind, {cols}
+FROM f
+CROSS JOIN LATERAL jsonb_populate_record({rowtype}, f.old_img) AS {pre}
+CROSS JOIN LATERAL jsonb_populate_record({rowtype}, f.new_img) AS {post}"""
+
+
+def log_images(log: str, window: str) -> str:
+    """The signed images of the log rows that satisfy `window` (a condition on the log's alias l)."""
+    return (f"SELECT x.img, x.n FROM {log} AS l "
+            "CROSS JOIN LATERAL (VALUES (l.old_row, -1), (l.new_row, 1)) AS x(img, n) "
+            f"WHERE x.img IS NOT NULL AND {window}")
