@@ -40,3 +40,15 @@ def test_writes_benchmark_runs_and_verifies(server_dsn, tmp_path):
     assert [(r["workload"], r["clients"]) for r in data["results"]] == [
         ("insert", 1), ("insert", 2), ("update", 1), ("update", 2)]
     assert all(r["tps_no_view"]["median"] > 0 and r["tps_capture"]["median"] > 0 for r in data["results"])
+
+
+def test_capture_benchmark_runs_and_verifies(server_dsn, tmp_path):
+    from idivm.bench.capture import CONFIGS, main
+
+    out = tmp_path / "capture.json"
+    assert main(["--dsn", server_dsn, "--rows", "3000", "--count", "20", "--repeat", "1", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["views_equal_recomputation"] is True
+    assert [r["workload"] for r in data["results"]][0] == "insert"
+    assert all(r["ms_per_statement"][c]["median"] > 0 for r in data["results"] for c in CONFIGS)
+    assert (tmp_path / "capture.png").stat().st_size > 0
