@@ -6,9 +6,10 @@ the statement touched, in the root's row type), a write straight to a partition 
 partition's. So every table in the partition tree carries the same capture triggers, all logging
 into the root's log, and no write is logged twice.
 
-``idivm.sync_partitions(captured_id)`` brings the triggers in line with the tree as it is now; it
-runs at capture time and, through the event trigger of capture/schema_changes.py, after every
-CREATE TABLE and ALTER TABLE. A partition that joined the tree (CREATE TABLE ... PARTITION OF,
+``idivm.sync_partitions(captured_id, log_rows)`` brings the triggers in line with the tree as it is
+now; it runs when capture starts (without logging rows: those are in every view's initial fill)
+and, through the event trigger of capture/schema_changes.py, after every CREATE TABLE and ALTER
+TABLE. A partition that joined the tree (CREATE TABLE ... PARTITION OF,
 ATTACH PARTITION) gets the triggers and its rows are logged as inserted: attaching brings rows
 into the root without any INSERT. One that left it (DETACH PARTITION) has its rows logged as
 deleted and its triggers dropped. Both happen in the DDL's own transaction, so the log stays
@@ -57,8 +58,10 @@ BEGIN
     INSERT INTO idivm.captured_partitions (captured_id, relid) VALUES (captured, p.relid);  -- first: on_alter_table
 {create}
     EXECUTE format('ALTER TABLE %s {always}', p.relid::regclass);
-    EXECUTE format('INSERT INTO %s (old_row, new_row) SELECT NULL, to_jsonb(r.*) FROM ONLY %s AS r',
-                   c.log_table, p.relid::regclass);
+    IF log_rows THEN  -- attached later: its rows arrive without an INSERT
+      EXECUTE format('INSERT INTO %s (old_row, new_row) SELECT NULL, to_jsonb(r.*) FROM ONLY %s AS r',
+                     c.log_table, p.relid::regclass);
+    END IF;
   END LOOP;
   FOR p IN SELECT x.relid FROM idivm.captured_partitions AS x WHERE x.captured_id = captured AND NOT EXISTS (
              SELECT 1 FROM pg_partition_tree(root) AS t WHERE t.relid = x.relid) LOOP
@@ -76,9 +79,11 @@ END
 
 def install_sync_function(conn: Connection) -> None:
     """(Re)create idivm.sync_partitions (idempotent; `idivm init` runs it)."""
-    run(conn, f"CREATE OR REPLACE FUNCTION {SYNC}(captured int) RETURNS void LANGUAGE plpgsql SECURITY DEFINER "
+    run(conn, f"CREATE OR REPLACE FUNCTION {SYNC}(captured int, log_rows boolean DEFAULT true) RETURNS void LANGUAGE plpgsql SECURITY DEFINER "
               f"SET search_path = pg_catalog, pg_temp AS {string_literal(_sync_body())}")
 
 
-def sync_partitions(conn: Connection, captured_id: int) -> None:
-    run(conn, f"SELECT {SYNC}(%s)", (captured_id,))
+def sync_partitions(conn: Connection, captured_id: int, log_rows: bool = True) -> None:
+    """Bring the partitions' triggers in line with the tree; log_rows=False when capture starts (the
+    rows already there are in every view's initial fill, not changes)."""
+    run(conn, f"SELECT {SYNC}(%s, %s)", (captured_id, log_rows))

@@ -118,8 +118,10 @@ def ensure_capture(conn: Connection, info: TableInfo) -> int:
     t = info.qualified
     for name, (when, referencing) in TRIGGER_DDL.items():
         run(conn, f"CREATE TRIGGER {name} {when} ON {t} {referencing} FOR EACH STATEMENT EXECUTE FUNCTION {fn}()")
+    # a partitioned table: the same triggers on every partition, before the ALTER TABLE below fires the
+    # event trigger (which would log the partitions' rows as newly attached)
+    sync_partitions(conn, cid, log_rows=False)
     enable_always(conn, t)
-    sync_partitions(conn, cid)  # a partitioned table: the same triggers on every partition
     return cid
 
 
