@@ -80,7 +80,8 @@ class Engine:
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(7411)"))
             before = catalog_revision(conn)
             upgrade_catalog(conn)
-            install_sync_function(conn)
+            if before != HEAD:
+                install_sync_function(conn)  # server-side helpers as this idivm writes them
             if before is not None and before != HEAD:
                 reinstall_functions(conn)  # capture functions as this idivm writes them
                 immediate.sync(conn)  # immediate triggers likewise

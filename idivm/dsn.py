@@ -47,4 +47,5 @@ def sqlalchemy_url(dsn: str) -> sa.engine.URL:
     """The SQLAlchemy URL for a libpq DSN (psycopg 3 driver): libpq's own parse of it, every
     parameter passed on to psycopg as it is (values with spaces or quotes included)."""
     params = {k: str(v) for k, v in conninfo_to_dict(dsn).items()}
-    return sa.engine.URL.create("postgresql+psycopg", query=params)
+    # the password in the URL's own field, which SQLAlchemy masks wherever it prints the URL
+    return sa.engine.URL.create("postgresql+psycopg", password=params.pop("password", None), query=params)
