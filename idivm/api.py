@@ -84,7 +84,7 @@ class Engine:
                 install_sync_function(conn)  # server-side helpers as this idivm writes them
             if before is not None and before != HEAD:
                 reinstall_functions(conn)  # capture functions as this idivm writes them
-                immediate.sync(conn)  # immediate triggers likewise
+                _sync_immediate(conn)  # immediate triggers likewise
             if before != HEAD or not event_triggers_installed(conn):
                 install_event_triggers(conn)  # needs a superuser; without one schema changes go unnoticed
         self._catalog_ok = False
@@ -377,7 +377,7 @@ class Engine:
                 conn.execute(sa.text("UPDATE idivm.views SET mode = 'deferred', "
                                      "last_snapshot = CAST(pg_current_snapshot() AS text) WHERE id = :v"),
                              {"v": row.id})
-                immediate.sync(conn)
+                _sync_immediate(conn)
 
     def _make_immediate_locked(self, conn: Connection, schema: str, view: str) -> None:
         vid = conn.execute(sa.text("SELECT id FROM idivm.views WHERE schema_name = :s AND view_name = :n"),
@@ -391,7 +391,7 @@ class Engine:
             raise IdivmError(f"immediate mode is not supported over partitioned tables ({partitioned}): writes "
                              "straight to a partition would bypass it; maintain the view deferred")
         conn.execute(sa.text("UPDATE idivm.views SET mode = 'immediate' WHERE id = :v"), {"v": vid})
-        immediate.sync(conn)
+        _sync_immediate(conn)
 
     def grant(self, name: str, role: str) -> None:
         """Let a role read a maintained view (SELECT on its table, nothing else: not the catalog, the
@@ -419,7 +419,7 @@ class Engine:
         run(conn, f"DROP TABLE IF EXISTS {qualified('idivm', cache_name(row.id))}")
         conn.execute(sa.text("DELETE FROM idivm.views WHERE id = :v"), {"v": row.id})
         if row.mode == "immediate":
-            immediate.sync(conn)
+            _sync_immediate(conn)
         kept = []
         for cid in inputs:
             still = conn.execute(sa.text(
@@ -465,6 +465,12 @@ class Engine:
                      "sc": r.schema_name, "n": r.view_name})
             reinstall_functions(conn)
         return [display_name(r.schema_name, r.view_name) for r in chain]
+
+
+def _sync_immediate(conn: Connection) -> None:
+    """immediate.sync with the views in the order its apply function needs: readers first."""
+    views = conn.execute(sa.text("SELECT id FROM idivm.views ORDER BY id")).scalars().all()
+    immediate.sync(conn, list(reversed(dependency_order(views, edges(conn)))))
 
 
 def _check_mode(mode: str) -> None:

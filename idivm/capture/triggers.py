@@ -14,7 +14,7 @@ transactions that committed between two snapshots (see maintain/instances).
   of the statement that fired them, so one key can appear several times on
   each side (self-referencing ON UPDATE CASCADE). Any one-to-one pairing is
   exact, because maintenance folds a log as signed images (-old, +new; see
-  maintain/instances.py) and never relies on a pair sharing a key, nor on the
+  capture/fold.py) and never relies on a pair sharing a key, nor on the
   order of log rows: nested statements (a trigger's own writes) are logged
   before the statement that fired them.
 - TRUNCATE (no transition tables exist for it) logs every row as deleted
@@ -125,9 +125,10 @@ def ensure_capture(conn: Connection, info: TableInfo) -> int:
     return cid
 
 
-def enable_always(conn: Connection, table: str) -> None:
-    """Make the capture triggers on `table` fire whatever session_replication_role says."""
-    run(conn, f"ALTER TABLE {table} " + ", ".join(f"ENABLE ALWAYS TRIGGER {ident(trg)}" for trg in TRIGGERS))
+def enable_always(conn: Connection, table: str, triggers=TRIGGERS) -> None:
+    """Make idivm's triggers on `table` (the capture triggers unless named) fire whatever
+    session_replication_role says."""
+    run(conn, f"ALTER TABLE {table} " + ", ".join(f"ENABLE ALWAYS TRIGGER {ident(trg)}" for trg in triggers))
 
 
 def captured_columns() -> str:

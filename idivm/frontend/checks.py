@@ -59,7 +59,7 @@ def check_constructs(tree: exp.Expression) -> None:
             raise refuse("window functions (OVER ...)")
         if isinstance(node, exp.WithinGroup):
             raise refuse("ordered-set aggregates (WITHIN GROUP)")
-        if isinstance(node, exp.Order) and isinstance(node.parent, exp.AggFunc) or (
+        if (isinstance(node, exp.Order) and isinstance(node.parent, exp.AggFunc)) or (
                 isinstance(node, exp.AggFunc) and isinstance(node.this, exp.Order)):
             raise refuse(f"ordered aggregates, {node.sql('postgres')},")
         if isinstance(node, exp.Distinct) and isinstance(node.parent, exp.AggFunc) and (
@@ -217,8 +217,9 @@ def check_deterministic(conn: Connection, tree: exp.Expression) -> None:
         action = conn.execute(sa.text("SELECT CAST(ev_action AS text) FROM pg_rewrite "
                                       "WHERE ev_class = CAST(:probe AS regclass)"), {"probe": probe}).scalar()
         savepoint.rollback()
-    functions = {int(n) for kind, n in _CALLS.findall(action or "") if kind != "opno"}
-    operators = {int(n) for kind, n in _CALLS.findall(action or "") if kind == "opno"}
+    calls = _CALLS.findall(action or "")
+    functions = {int(n) for kind, n in calls if kind != "opno"}
+    operators = {int(n) for kind, n in calls if kind == "opno"}
     if not functions and not operators:
         return
     bad = conn.execute(sa.text(

@@ -15,8 +15,6 @@
 """
 from __future__ import annotations
 
-from ..names import display_name
-
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -28,6 +26,7 @@ from sqlalchemy.engine import Connection, Engine
 from ..errors import IdivmError
 from ..capture.triggers import captured_columns
 from ..frontend.reflect import table_info
+from ..names import display_name
 from ..sqltext import run
 from .instances import build_instance, forget_instances
 

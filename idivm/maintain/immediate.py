@@ -41,16 +41,15 @@ immediate -> deferred records the current snapshot as consumed.
 """
 from __future__ import annotations
 
-from ..names import display_name
-
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..algebra.tables import TableInfo
 from ..capture.fold import fold_select
+from ..capture.triggers import enable_always
 from ..compile.render import delta_table
 from ..frontend.reflect import table_info
-from ..operate.dependencies import dependency_order, edges
+from ..names import display_name
 from ..sqltext import ident, qualified, run, string_literal
 
 OPEN = "idivm.open_statements"  # transaction-local count of captured statements not yet left
@@ -180,9 +179,11 @@ def _function(conn: Connection, name: str, returns: str, body: str) -> None:
               f"{FUNCTION_SETTINGS} AS {string_literal(body)}")
 
 
-def sync(conn: Connection) -> None:
+def sync(conn: Connection, readers_first: list[int]) -> None:
     """Make the immediate triggers and functions match the catalog's immediate views (all of them:
-    the apply function and each table's triggers are shared by the views over that table)."""
+    the apply function and each table's triggers are shared by the views over that table).
+    readers_first: view ids, every view before the views it reads (see the module docstring); the
+    caller computes it (operate/dependencies.py sits above this layer)."""
     from .executor import view_inputs
 
     for (name,) in conn.execute(sa.text(
@@ -195,7 +196,7 @@ def sync(conn: Connection) -> None:
     if not views:
         return
     by_id = {v.id: v for v in views}
-    order = list(reversed(dependency_order(sorted(by_id), edges(conn))))  # readers first (see the docstring)
+    order = [i for i in readers_first if i in by_id]
     inputs: dict[int, TableInfo] = {}
     reads: dict[int, list[int]] = {}
     readers: dict[int, list[str]] = {}
@@ -230,4 +231,4 @@ def sync(conn: Connection) -> None:
         for op, referencing in LEAVE_OPS.items():
             run(conn, f"CREATE TRIGGER {ident('idivm_immediate_leave_' + op)} AFTER {op.upper()} ON {t} "
                       f"{referencing} FOR EACH STATEMENT EXECUTE FUNCTION {leave}()")
-        run(conn, f"ALTER TABLE {t} " + ", ".join(f"ENABLE ALWAYS TRIGGER {ident(trg)}" for trg in TRIGGERS))
+        enable_always(conn, t, TRIGGERS)

@@ -5,14 +5,13 @@ changes of one row into one); their age is that of the oldest one's writing tran
 """
 from __future__ import annotations
 
-from ..names import display_name
-
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from ..names import display_name
 from .policy import DEFAULT, Decision, Policy, ViewState, decide, policy_of
 
 
