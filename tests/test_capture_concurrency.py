@@ -161,7 +161,7 @@ def _nullable_txn(conn, rng: random.Random) -> None:
     for _ in range(rng.randint(1, 4)):
         t = rng.choice("ab")
         other = "y" if t == "a" else "z"
-        op = rng.randrange(5)
+        op = rng.randrange(8)
         x = rng.choice([None, rng.randint(0, 5)])
         if op == 0:
             conn.execute(f"INSERT INTO {t} VALUES (%s, %s, %s) ON CONFLICT DO NOTHING", (rng.randint(1, 30), x, rng.randint(0, 3)))
@@ -171,8 +171,15 @@ def _nullable_txn(conn, rng: random.Random) -> None:
             conn.execute(f"UPDATE {t} SET {other} = %s WHERE k %% 4 = %s", (rng.randint(0, 3), rng.randrange(4)))
         elif op == 3:
             conn.execute(f"DELETE FROM {t} WHERE k = %s", (rng.randint(1, 30),))
-        else:
+        elif op == 4:
             conn.execute(f"UPDATE {t} SET k = k + 30 WHERE k = %s", (rng.randint(1, 30),))  # key update
+        elif op == 5:  # many rows' join column at once, NULLs to values and back
+            conn.execute(f"UPDATE {t} SET x = %s WHERE x IS NOT DISTINCT FROM %s", (x, rng.choice([None, rng.randint(0, 5)])))
+        elif op == 6:  # an upsert that inserts some rows and updates others
+            conn.execute(f"INSERT INTO {t} SELECT k + 1000, x, {other} FROM {t} WHERE k < 1000 AND x = %s "
+                         f"ON CONFLICT (k) DO UPDATE SET x = excluded.x, {other} = {t}.{other} + 1", (rng.randint(0, 5),))
+        else:  # keys and join columns of several rows in one statement
+            conn.execute(f"UPDATE {t} SET k = -k, x = coalesce(x, 0) + 1 WHERE k %% 7 = %s", (rng.randrange(7),))
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
