@@ -17,8 +17,12 @@ from .capture.triggers import reinstall_functions
 from .catalog.migrate import HEAD, catalog_installed, catalog_revision, upgrade_catalog
 from .algebra.plan import BRANCH_COLUMN, Aggregate, Union, base_tables, format_plan
 from .compile.aggregate import cache_name
-from .compile.materialize import create_tables
-from .compile.targets import build_script, diff_schemas_of, make_target
+from .compile.targets import build_program, diff_schemas_of, make_target
+from .engines.postgres.materialize import create_tables
+from .engines.postgres.render import format_rendered, render, sql as pg_sql
+from .program.printer import format_program
+from .program.steps import PHASES
+from .program.serialize import from_json, to_json
 from .compile.strategies import STRATEGIES
 from .dsn import resolve_dsn, sqlalchemy_url
 from .errors import DatabaseUnavailable, IdivmError, UnknownObject, first_line
@@ -85,9 +89,22 @@ class Engine:
             if before is not None and before != HEAD:
                 reinstall_functions(conn)  # capture functions as this idivm writes them
                 _sync_immediate(conn)  # immediate triggers likewise
+                self._compile_missing_programs(conn)
             if before != HEAD or not event_triggers_installed(conn):
                 install_event_triggers(conn)  # needs a superuser; without one schema changes go unnoticed
         self._catalog_ok = False
+
+    def _compile_missing_programs(self, conn: Connection) -> None:
+        """Views registered before catalog revision 0006 have no stored Δ-program: compile it from their
+        definitions (their stored statements, which maintenance runs, stay as they are). A view whose
+        definition no longer compiles (stale, a base table gone) keeps none until it is refreshed."""
+        for row in conn.execute(sa.text("SELECT * FROM idivm.views WHERE program IS NULL AND stale_reason IS NULL")).all():
+            try:
+                with conn.begin_nested():
+                    program = self._compile_program(conn, row)
+            except (IdivmError, sa.exc.DBAPIError):
+                continue
+            conn.execute(sa.text("UPDATE idivm.views SET program = :p WHERE id = :v"), {"p": to_json(program), "v": row.id})
 
     def _require_catalog(self, conn: Connection) -> None:
         if self._catalog_ok:
@@ -183,8 +200,10 @@ class Engine:
             "CAST(pg_current_snapshot() AS text)) RETURNING id"
         ), {"s": schema, "n": view, "d": sql, "st": strategy, "o": json.dumps([n for n, _ in plan.outputs]),
             "i": json.dumps(ids), "p": format_plan(plan)}).scalar_one()
-        target = make_target(schema, view, plan, captured, view_id, column_types=lambda q: column_types(conn, q))
-        script = build_script(target, strategy, minimized)
+        target = make_target(schema, view, plan, captured, view_id,
+                             column_types=lambda q: column_types(conn, pg_sql(q)))
+        program = build_program(target, strategy, minimized)
+        conn.execute(sa.text("UPDATE idivm.views SET program = :p WHERE id = :v"), {"p": to_json(program), "v": view_id})
         infos = {captured[(t.schema, t.name)]: t for t in base_tables(spj)}
         for cid in sorted(set(captured.values())):
             conn.execute(sa.text("INSERT INTO idivm.view_inputs (view_id, captured_table_id, columns) "
@@ -196,11 +215,12 @@ class Engine:
                 "INSERT INTO idivm.diff_schemas VALUES (:v, :p, :a, :c, :k, CAST(:at AS json), :cond, :l)"
             ), {"v": view_id, "p": pos, "a": ds.scan, "c": captured[(ds.table.schema, ds.table.name)], "k": ds.kind,
                 "at": json.dumps(list(ds.attrs)), "cond": ds.conditional, "l": ds.label()})
-        for pos, st in enumerate(script.statements):
+        for pos, (st, text) in enumerate(render(program)):
             conn.execute(sa.text("INSERT INTO idivm.script_statements (view_id, position, phase, purpose, sql, "
-                                 "driven_by) VALUES (:v, :p, :ph, :pu, :sql, :dr)"),
-                         {"v": view_id, "p": pos, "ph": st.phase, "pu": st.purpose, "sql": st.sql, "dr": st.driven_by})
-        for pos, text in enumerate(script.derivations):
+                                 "driven_by, role) VALUES (:v, :p, :ph, :pu, :sql, :dr, :r)"),
+                         {"v": view_id, "p": pos, "ph": st.phase, "pu": st.purpose, "sql": text, "dr": st.driven_by,
+                          "r": st.role})
+        for pos, text in enumerate(program.derivations):
             conn.execute(sa.text("INSERT INTO idivm.derivations VALUES (:v, :p, :t)"), {"v": view_id, "p": pos, "t": text})
         create_tables(conn, target)
         note = string_literal(f"maintained by idivm ({strategy}): {sql}")
@@ -281,9 +301,7 @@ class Engine:
             stmts = conn.execute(sa.text(
                 "SELECT phase, purpose, sql FROM idivm.script_statements WHERE view_id = :v ORDER BY phase, position"
             ), {"v": row.id}).all()
-        from .compile.script import DeltaScript, Statement
-
-        script = DeltaScript(strategy=row.strategy, statements=[Statement(s.phase, s.purpose, s.sql) for s in stmts])
+            program = conn.execute(sa.text("SELECT program FROM idivm.views WHERE id = :v"), {"v": row.id}).scalar()
         parts = [
             f"view {display_name(row.schema_name, row.view_name)}  (strategy: {row.strategy})",
             f"definition:\n  {row.definition}",
@@ -295,21 +313,29 @@ class Engine:
         ]
         if derivs:
             parts.append("rule DAG (pass 2-4: instantiated rules, composed and minimized):\n" + _indent("\n".join(derivs)))
-        parts.append("Δ-script:\n" + _indent(script.format()))
+        if program is not None:
+            parts.append("Δ-program:\n" + _indent(format_program(from_json(program))))
+        rendered = "\n".join(f"-- [{i}] {PHASES[s.phase]}: {s.purpose}\n{s.sql};" for i, s in enumerate(stmts, 1))
+        parts.append("Δ-script (PostgreSQL):\n" + _indent(rendered))
         return "\n\n".join(parts)
 
-    def _explain_unminimized(self, conn: Connection, row: sa.Row) -> str:
+    def _compile_program(self, conn: Connection, row: sa.Row, minimized: bool = True):
+        """The view's Δ-program compiled afresh from its stored definition."""
         compiled = compile_view_sql(conn, row.definition)
         captured = {(r.schema_name, r.table_name): r.id for r in conn.execute(sa.text(
             "SELECT c.id, c.schema_name, c.table_name FROM idivm.captured_tables c "
             "JOIN idivm.view_inputs i ON i.captured_table_id = c.id WHERE i.view_id = :v"), {"v": row.id})}
         target = make_target(row.schema_name, row.view_name, compiled.plan, captured, row.id,
-                             column_types=lambda q: column_types(conn, q))
-        script = build_script(target, row.strategy, minimized=False)
+                             column_types=lambda q: column_types(conn, pg_sql(q)))
+        return build_program(target, row.strategy, minimized=minimized)
+
+    def _explain_unminimized(self, conn: Connection, row: sa.Row) -> str:
+        program = self._compile_program(conn, row, minimized=False)
         parts = [f"view {display_name(row.schema_name, row.view_name)}  (strategy: {row.strategy}), BEFORE minimization (pass 4)"]
-        if script.derivations:
-            parts.append("rule DAG (pass 2-3: instantiated and composed):\n" + _indent("\n".join(script.derivations)))
-        parts.append("Δ-script before minimization:\n" + _indent(script.format()))
+        if program.derivations:
+            parts.append("rule DAG (pass 2-3: instantiated and composed):\n" + _indent("\n".join(program.derivations)))
+        parts.append("Δ-program before minimization:\n" + _indent(format_program(program)))
+        parts.append("Δ-script (PostgreSQL) before minimization:\n" + _indent(format_rendered(program)))
         return "\n\n".join(parts)
 
     def list(self) -> list[dict]:

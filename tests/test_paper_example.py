@@ -23,7 +23,7 @@ def test_price_update_reaches_the_view_without_joining_base_tables(engine, db):
     setup(db)
     engine.register_view("v", V)
     text = engine.explain("v")
-    statements = text.split("Δ-script:", 1)[1].split("-- [")[1:]
+    statements = text.split("Δ-script (PostgreSQL):", 1)[1].split("-- [")[1:]
     blocks = [b for b in statements if "Δu_parts" in b and "non-conditional" in b]
     assert len(blocks) == 1
     sql = blocks[0].split("\n", 1)[1]
@@ -125,7 +125,7 @@ def test_figure5_view_has_figure7_script_shape(engine, db, rule):
     engine.register_view("v_prime", V_PRIME if rule == "sum" else V_PRIME.replace(" AS cost", " AS cost, max(price) AS top"))
     text = engine.explain("v_prime")
     assert "INTERMEDIATE CACHE" in text and "GROUP BY g0" in text
-    statements = text.split("Δ-script:", 1)[1].split("-- [")[1:]
+    statements = text.split("Δ-script (PostgreSQL):", 1)[1].split("-- [")[1:]
     price = [b for b in statements if "Δu_parts" in b and "non-conditional" in b]
     assert len(price) == 1
     assert 'UPDATE "idivm"."cache_' in price[0] and "RETURNING" in price[0]

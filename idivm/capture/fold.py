@@ -24,7 +24,8 @@ Section 5, conditions C1-C3).
 from __future__ import annotations
 
 from ..algebra.tables import TableInfo
-from ..sqltext import ident
+from ..program import relations as R
+from ..sqltext import ident, string_literal
 
 
 def fold_select(info: TableInfo, signed_images: str) -> str:
@@ -32,8 +33,9 @@ def fold_select(info: TableInfo, signed_images: str) -> str:
     rowtype = f"NULL::{info.qualified}"
     keys = ", ".join(f"k.{ident(k)}" for k in info.key)
     pre, post = ident("pre"), ident("post")
-    cols = ", ".join([f"{pre}.{ident(c)} AS {ident('pre__' + c)}" for c in info.column_names]
-                     + [f"{post}.{ident(c)} AS {ident('post__' + c)}" for c in info.column_names])
+    cols = ", ".join([f"{pre}.{ident(c)} AS {ident(R.pre(c))}" for c in info.column_names]
+                     + [f"{post}.{ident(c)} AS {ident(R.post(c))}" for c in info.column_names])
+    i, d, u = (string_literal(code) for code in (R.INSERTED, R.DELETED, R.UPDATED))
     return f"""
 WITH s AS (
   SELECT (array_agg(w.img))[1] AS img, sum(w.n) AS n
@@ -43,7 +45,7 @@ WITH s AS (
          (array_agg(s.img) FILTER (WHERE s.n > 0))[1] AS new_img
   FROM s CROSS JOIN LATERAL jsonb_populate_record({rowtype}, s.img) AS k GROUP BY {keys}
 )
-SELECT CAST(CASE WHEN f.old_img IS NULL THEN 'I' WHEN f.new_img IS NULL THEN 'D' ELSE 'U' END AS text) AS kind, {cols}
+SELECT CAST(CASE WHEN f.old_img IS NULL THEN {i} WHEN f.new_img IS NULL THEN {d} ELSE {u} END AS text) AS {ident(R.KIND_COLUMN)}, {cols}
 FROM f
 CROSS JOIN LATERAL jsonb_populate_record({rowtype}, f.old_img) AS {pre}
 CROSS JOIN LATERAL jsonb_populate_record({rowtype}, f.new_img) AS {post}"""

@@ -1,5 +1,2 @@
-"""Compilation: base-table i-diff schemas, composition into a Δ-script, minimization."""
-from .script import DeltaScript, Statement
-from .strategies import compile_script
-
-__all__ = ["DeltaScript", "Statement", "compile_script"]
+"""Compilation: base-table i-diff schemas, rule instantiation and composition, minimization; emits Δ-programs
+(program/)."""

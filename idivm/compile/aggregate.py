@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from ..algebra.plan import AGG_MARK, Aggregate
-from ..sqltext import DIALECT, ident, qualified
+from ..program import relations as R
+from ..program.steps import CreateScratch, DeleteMatching, InsertRows, Program, Record
+from ..program.trees import alias, all_of, any_of, col, eq, exists, num, select, subquery, union_all
 from .render import VIEW_ALIAS, Target, full_query
-from .script import DeltaScript, Statement
 
 if TYPE_CHECKING:
     from .union import UnionTarget
@@ -40,24 +41,29 @@ class AggregateTarget:
     # aggregated cache columns, each with whether it is summed
     sum_args: dict[str, bool] | None = None
 
+    def ref(self, alias: str | None = VIEW_ALIAS) -> exp.Table:
+        return R.view(self.schema, self.name, alias)
+
     @property
-    def table(self) -> str:
-        return qualified(self.schema, self.name)
+    def label(self) -> str:
+        return f"{self.schema}.{self.name}"
 
     @property
     def affected(self) -> str:
-        return f"pg_temp.{ident(f'idivm_affected_{self.view_id}')}"
+        """Scratch relation: the groups this maintenance touches."""
+        return f"idivm_affected_{self.view_id}"
 
     @property
     def group_deltas(self) -> str:
-        return f"pg_temp.{ident(f'idivm_group_deltas_{self.view_id}')}"
+        """Scratch relation: per-group sums of the signed changes (specialized rules)."""
+        return f"idivm_group_deltas_{self.view_id}"
 
     @property
     def columns(self) -> list[str]:
         return [n for n, _ in self.agg.outputs] + self.agg.id_names + [n for n, _ in self.state_columns]
 
     @property
-    def state_columns(self) -> list[tuple[str, str]]:
+    def state_columns(self) -> list[tuple[str, exp.Expression]]:
         """Hidden operator-cache columns of the view (specialized rules only)."""
         from .aggregate_sum import state_columns
 
@@ -68,119 +74,122 @@ def cache_name(view_id: int) -> str:
     return f"cache_{view_id}"
 
 
-def bind_cache(e: exp.Expression) -> str:
+def bind_cache(e: exp.Expression) -> exp.Expression:
     def fn(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Column) and node.table == AGG_MARK:
-            return exp.column(node.name, CACHE_ALIAS, quoted=True)
+            return col(CACHE_ALIAS, node.name)
         return node
 
-    return e.copy().transform(fn).sql(DIALECT)
+    return e.copy().transform(fn)
 
 
-def same_key(a: str, b: str, nullable: bool = True) -> str:
+def same_key(a: exp.Expression, b: exp.Expression, nullable: bool = True) -> exp.Expression:
     """Equality of two group-key values. A key that can be NULL needs the null-safe form, written so
     that PostgreSQL can still use an index on either side (a BitmapOr of `= b` and `IS NULL`; IS NOT
     DISTINCT FROM cannot), but that costs an index probe per group and cannot be hashed; a key that
     cannot (Aggregate.never_null_keys) gets plain equality."""
-    return f"({a} = {b} OR ({a} IS NULL AND {b} IS NULL))" if nullable else f"{a} = {b}"
+    if not nullable:
+        return eq(a, b)
+    both_null = exp.And(this=exp.Is(this=a.copy(), expression=exp.null()), expression=exp.Is(this=b.copy(), expression=exp.null()))
+    return exp.Paren(this=exp.Or(this=eq(a, b), expression=exp.Paren(this=both_null)))
 
 
-def match_keys(t: "AggregateTarget", left: str, right: str, left_names: list[str] | None = None) -> str:
+def match_keys(t: "AggregateTarget", left: str, right: str, left_names: list[str] | None = None) -> exp.Expression:
     """`left` and `right` rows have the same group (left's key columns named left_names, else as the
     keys); TRUE for a global aggregate."""
     never_null = t.agg.never_null_keys()
     names = left_names or t.agg.keys
-    return " AND ".join(same_key(f"{left}.{ident(n)}", f"{right}.{ident(k)}", k not in never_null)
-                        for n, k in zip(names, t.agg.keys)) or "TRUE"
+    return all_of([same_key(col(left, n), col(right, k), k not in never_null) for n, k in zip(names, t.agg.keys)])
 
 
-def input_source(t: AggregateTarget) -> str:
-    """What the aggregate reads: its intermediate cache, or (footnote 6) its SPJ input itself."""
+def input_source(t: AggregateTarget) -> exp.Expression:
+    """What the aggregate reads (aliased CACHE_ALIAS): its intermediate cache, or (footnote 6) its SPJ
+    input itself."""
     if t.agg.no_cache:
-        return f"(\n{full_query(t.cache)})"
-    return t.cache.table
+        return subquery(full_query(t.cache), CACHE_ALIAS)
+    return t.cache.ref(CACHE_ALIAS)
 
 
-def affected_rows(t: AggregateTarget, source: str) -> str:
+def affected_rows(t: AggregateTarget, source: exp.Expression) -> exp.Query:
     """The input rows of the affected groups. Keys without NULLs are matched by plain equality,
     which PostgreSQL can hash (many groups) or look up in an index (few); the rare keys with a
     NULL use the null-safe form. The two sets of affected keys are disjoint."""
-    c, a = ident(CACHE_ALIAS), ident("a")
-    keys = [ident(k) for k in t.agg.keys]
-    distinct = f"SELECT DISTINCT {', '.join(keys)} FROM {t.affected}"
-    equal = " AND ".join(f"{c}.{k} = {a}.{k}" for k in keys)
-    if set(t.agg.keys) <= t.agg.never_null_keys():
-        return f"SELECT {c}.* FROM {source} AS {c} JOIN ({distinct}) AS {a} ON {equal}"
-    same = match_keys(t, c, a)
-    no_null = " AND ".join(f"{k} IS NOT NULL" for k in keys)
-    some_null = " OR ".join(f"{k} IS NULL" for k in keys)
-    return (f"SELECT {c}.* FROM {source} AS {c} JOIN ({distinct} WHERE {no_null}) AS {a} ON {equal}\n"
-            f"UNION ALL\n"
-            f"SELECT {c}.* FROM {source} AS {c} JOIN ({distinct} WHERE {some_null}) AS {a} ON {same}")
-
-
-def group_select(t: AggregateTarget, restrict: bool) -> str:
-    """The aggregate over the cache (or input): all groups, or only the affected ones."""
-    c = ident(CACHE_ALIAS)
     keys = t.agg.keys
-    outs = [f"{bind_cache(e)} AS {ident(n)}" for n, e in t.agg.outputs]
-    outs += [f"{c}.{ident(k)} AS {ident(h)}" for k, h in zip(keys, t.agg.id_names)]
-    outs += [f"{agg} AS {ident(n)}" for n, agg in t.state_columns]
+
+    def distinct(where=None) -> exp.Expression:
+        return subquery(select([col(None, k) for k in keys], [R.scratch(t.affected)], where, distinct=True), "a")
+
+    def rows_of(affected, on) -> exp.Select:
+        q = select([exp.Column(this=exp.Star(), table=exp.to_identifier(CACHE_ALIAS, quoted=True))], [source.copy()])
+        return q.join(affected, on=on, join_type="inner")
+
+    equal = all_of([eq(col(CACHE_ALIAS, k), col("a", k)) for k in keys])
+    if set(keys) <= t.agg.never_null_keys():
+        return rows_of(distinct(), equal)
+    no_null = [exp.Not(this=exp.Is(this=col(None, k), expression=exp.null())) for k in keys]
+    some_null = any_of([exp.Is(this=col(None, k), expression=exp.null()) for k in keys])
+    return union_all([rows_of(distinct(no_null), equal), rows_of(distinct([some_null]), match_keys(t, CACHE_ALIAS, "a"))])
+
+
+def group_select(t: AggregateTarget, restrict: bool) -> exp.Query:
+    """The aggregate over the cache (or input): all groups, or only the affected ones."""
+    keys = t.agg.keys
+    outs = [alias(bind_cache(e), n) for n, e in t.agg.outputs]
+    outs += [alias(col(CACHE_ALIAS, k), h) for k, h in zip(keys, t.agg.id_names)]
+    outs += [alias(agg, n) for n, agg in t.state_columns]
     source = input_source(t)
     if restrict and keys:
-        source = f"(\n{affected_rows(t, source)})"
-    sql = f"SELECT {', '.join(outs)}\nFROM {source} AS {c}"
+        source = subquery(affected_rows(t, source), CACHE_ALIAS)
+    q = select(outs, [source])
     if keys:
-        sql += "\nGROUP BY " + ", ".join(f"{c}.{ident(k)}" for k in keys)
+        q = q.group_by(*[col(CACHE_ALIAS, k) for k in keys], copy=False)
     if t.agg.having is not None:
-        sql += f"\nHAVING {bind_cache(t.agg.having)}"
+        q = q.having(bind_cache(t.agg.having), copy=False)
     if restrict and not keys:  # one global group: recompute only if the input changed at all
-        sql = f"SELECT * FROM (\n{sql}) AS {ident('q')}\nWHERE EXISTS (SELECT 1 FROM {t.affected})"
-    return sql
+        q = select([exp.Star()], [subquery(q, "q")], [any_change(t)])
+    return q
 
 
-def aggregate_script(t: AggregateTarget, cache_script: DeltaScript) -> DeltaScript:
+def any_change(t: AggregateTarget) -> exp.Expression:
+    return exists(select([exp.Literal.number(1)], [R.scratch(t.affected)]))
+
+
+def aggregate_program(t: AggregateTarget, cache_program: Program) -> Program:
     if t.sum_args is not None:
-        from .aggregate_sum import sum_script
+        from .aggregate_sum import sum_program
 
-        return sum_script(t, cache_script)
+        return sum_program(t, cache_program)
     keys = t.agg.keys
-    script = DeltaScript(strategy=cache_script.strategy)
+    program = Program(strategy=cache_program.strategy)
     if t.agg.no_cache:
-        from .aggregate_nocache import affected_group_statements
+        from .aggregate_nocache import affected_group_steps
 
-        script.statements += affected_group_statements(t)
+        program.steps += affected_group_steps(t)
     else:
-        returning = ", ".join(f"{ident(VIEW_ALIAS)}.{ident(k)}" for k in keys) or "1"
-        setup_cols = ", ".join(ident(k) for k in keys) or f"1 AS {ident('any_change')}"
-        script.derivations = list(cache_script.derivations)
-        script.statements.append(Statement(
-            phase=-1, purpose="the groups this maintenance touches",
-            sql=f"CREATE TEMP TABLE {t.affected} ON COMMIT DROP AS SELECT {setup_cols} FROM {t.cache.table} WITH NO DATA",
-        ))
-        for st in cache_script.statements:
-            script.statements.append(Statement(
-                phase=st.phase, purpose=f"cache: {st.purpose}  (records affected groups)",
-                sql=f"WITH {ident('changed')} AS (\n{st.sql}\nRETURNING {returning})\n"
-                    f"INSERT INTO {t.affected} SELECT * FROM {ident('changed')}",
-                driven_by=st.driven_by,
-            ))
-    script.derivations.append(
+        setup = [col(None, k) for k in keys] or [alias(num(1), "any_change")]
+        program.derivations = list(cache_program.derivations)
+        program.steps.append(CreateScratch(phase=-1, purpose="the groups this maintenance touches",
+                                           name=t.affected, source=select(setup, [t.cache.ref(None)])))
+        for st in cache_program.steps:
+            st.record = Record(into=t.affected, returning=[col(VIEW_ALIAS, k) for k in keys] or [num(1)],
+                               body=select([exp.Star()], [R.returned()]))
+            st.purpose = f"cache: {st.purpose}  (records affected groups)"
+            st.role = "cache"
+            program.steps.append(st)
+    program.derivations.append(
         "γ (general rule, Table 7; non-blocking): each i-diff of its input marks the groups it touches;\n"
         "    => Δ-V = the marked groups, Δ+V = γ(Input^post ⋉_G marked groups), read from "
         + ("the base tables (no cache, footnote 6)" if t.agg.no_cache else "the intermediate cache"))
-    v, a = ident(VIEW_ALIAS), ident("a")
     if keys:
-        same = match_keys(t, v, a, t.agg.id_names)
-        delete = (f"DELETE FROM {t.table} AS {v}\nUSING (SELECT DISTINCT {', '.join(ident(k) for k in keys)} "
-                  f"FROM {t.affected}) AS {a}\nWHERE {same}")
+        marked = subquery(select([col(None, k) for k in keys], [R.scratch(t.affected)], distinct=True), "a")
+        delete = DeleteMatching(phase=3, purpose="Δ-V: remove the affected groups", target=t.ref(), using=[marked],
+                                condition=match_keys(t, VIEW_ALIAS, "a", t.agg.id_names))
     else:
-        delete = f"DELETE FROM {t.table} WHERE EXISTS (SELECT 1 FROM {t.affected})"
-    script.statements.append(Statement(phase=3, purpose="Δ-V: remove the affected groups", sql=delete))
-    cols = ", ".join(ident(c) for c in t.columns)
+        delete = DeleteMatching(phase=3, purpose="Δ-V: remove the affected groups", target=t.ref(), using=[],
+                                condition=any_change(t))
+    program.steps.append(delete)
     source = "the base tables (no cache, footnote 6)" if t.agg.no_cache else "the cache"
-    script.statements.append(Statement(
+    program.steps.append(InsertRows(
         phase=4, purpose=f"Δ+V: recompute the affected groups from {source} (Table 7, general rule)",
-        sql=f"INSERT INTO {t.table} ({cols})\n{group_select(t, restrict=True)}",
-    ))
-    return script
+        target=t.ref(), columns=t.columns, source=group_select(t, restrict=True)))
+    return program

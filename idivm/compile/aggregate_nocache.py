@@ -18,54 +18,52 @@ restricted to those groups (compile/aggregate.py, group_select).
 """
 from __future__ import annotations
 
+from sqlglot import exp
+
 from ..algebra.plan import conjuncts_below, refs, scans
-from ..sqltext import ident
-from .render import DIFF_ALIAS, _where, binder, full_query
-from .script import Statement
+from ..program import relations as R
+from ..program.steps import CreateScratch, InsertRows, Step
+from ..program.trees import alias, any_of, col, select, subquery
+from .render import binder, changed_any, full_query, kind_is, kind_is_not
 from .strategies import pre_state_rows
 
 
-def _relevant(target, scan: str) -> str:
+def _relevant(target, scan: str) -> exp.Expression:
     """Filter on the i-diff rows of scan: inserts, deletes, and updates of attributes the input reads."""
     plan = target.plan
     read = {c for e in [e for _, e in plan.outputs] + conjuncts_below(plan.child) for a, c in refs(e) if a == scan}
     read -= set(target.tables[scan].key)
-    dd = ident(DIFF_ALIAS)
     if not read:
-        return f"{dd}.{ident('kind')} <> 'U'"
-    changed = " OR ".join(f"{dd}.{ident('pre__' + c)} IS DISTINCT FROM {dd}.{ident('post__' + c)}" for c in sorted(read))
-    return f"{dd}.{ident('kind')} <> 'U' OR {changed}"
+        return kind_is_not(R.UPDATED)
+    return any_of([kind_is_not(R.UPDATED), changed_any(sorted(read))])
 
 
-def affected_group_statements(t) -> list[Statement]:
+def affected_group_steps(t) -> list[Step]:
     cache = t.cache  # the input, as a Target that is never materialized
     keys = t.agg.keys
     key_exprs = dict(cache.plan.outputs)
     conds = conjuncts_below(cache.plan.child)
-    out = [Statement(
-        phase=-1, purpose="the groups this maintenance touches",
-        sql=f"CREATE TEMP TABLE {t.affected} ON COMMIT DROP AS SELECT {', '.join(ident(k) for k in keys)} "
-            f"FROM (\n{full_query(cache)}) AS {ident('c')} WITH NO DATA")]
-    cols = ", ".join(ident(k) for k in keys)
+    out: list[Step] = [CreateScratch(
+        phase=-1, purpose="the groups this maintenance touches", name=t.affected,
+        source=select([col(None, k) for k in keys], [subquery(full_query(cache), "c")]))]
 
-    def key_list(bind) -> list[str]:
-        return [f"{bind(key_exprs[k])} AS {ident(k)}" for k in keys]
+    def key_list(bind) -> list[exp.Expression]:
+        return [alias(bind(key_exprs[k]), k) for k in keys]
 
-    dd = ident(DIFF_ALIAS)
     for s in scans(cache.plan):
         others = [o.alias for o in scans(cache.plan) if o.alias != s.alias]
         bind = binder(cache, s.alias)
         relevant = _relevant(cache, s.alias)
-        filters = [f"{dd}.{ident('kind')} IN ('I', 'U')", relevant] + [bind(c) for c in conds]
-        froms = [f"{cache.delta_of(s.alias)} AS {dd}"] + [cache.base(o) for o in others]
-        out.append(Statement(
+        filters = [kind_is(R.INSERTED, R.UPDATED), relevant] + [bind(c) for c in conds]
+        froms = [cache.delta_of(s.alias)] + [cache.base(o) for o in others]
+        out.append(InsertRows(
             phase=0, purpose=f"affected groups: post-state groups of inserted/updated {s.alias} rows",
-            sql=f"INSERT INTO {t.affected} ({cols})\nSELECT DISTINCT {', '.join(key_list(bind))}\n"
-                f"FROM {', '.join(froms)}\nWHERE {_where(filters)}", driven_by=cache.captured_id(s.alias)))
+            target=R.scratch(t.affected), columns=list(keys),
+            source=select(key_list(bind), froms, filters, distinct=True), driven_by=cache.captured_id(s.alias)))
         pre = pre_state_rows(cache, s.alias, conds, key_list, s_filter=relevant)
-        out.append(Statement(
+        out.append(InsertRows(
             phase=0, purpose=f"affected groups: pre-state groups of deleted/updated {s.alias} rows",
-            sql=f"INSERT INTO {t.affected} ({cols})\nSELECT DISTINCT {cols} FROM (\n  {pre}) AS {ident('p')}",
+            target=R.scratch(t.affected), columns=list(keys),
+            source=select([col(None, k) for k in keys], [subquery(pre, "p")], distinct=True),
             driven_by=cache.captured_id(s.alias)))
     return out
-

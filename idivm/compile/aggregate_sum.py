@@ -27,51 +27,52 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..algebra.plan import AGG_MARK
-from ..sqltext import DIALECT, ident
+from ..program import relations as R
+from ..program.steps import CreateScratch, DeleteMatching, InsertRows, Program, Record, UpdateMatching
+from ..program.trees import alias, all_of, col, eq, exists, num, paren, select, union_all
 from .aggregate import CACHE_ALIAS, match_keys
 from .render import VIEW_ALIAS, full_query
-from .script import DeltaScript, Statement
 
 STATE_N = "__idivm_n"
 EXACT_TYPE_OIDS = {20, 21, 23, 1700}  # int8, int2, int4, numeric
 SIGN = "__idivm_sign"
 
 
-def state_sum(col: str) -> str:
-    return f"__idivm_s_{col}"
+def state_sum(col_: str) -> str:
+    return f"__idivm_s_{col_}"
 
 
-def state_count(col: str) -> str:
-    return f"__idivm_c_{col}"
+def state_count(col_: str) -> str:
+    return f"__idivm_c_{col_}"
 
 
-def state_columns(args: dict[str, bool]) -> list[tuple[str, str]]:
+def state_columns(args: dict[str, bool]) -> list[tuple[str, exp.Expression]]:
     """(view column, aggregate over the cache (aliased CACHE_ALIAS) that fills it) for every operator cache."""
-    c = ident(CACHE_ALIAS)
-    out = [(STATE_N, "count(*)")]
-    for col, summed in args.items():
+    out: list[tuple[str, exp.Expression]] = [(STATE_N, exp.Count(this=exp.Star()))]
+    for c, summed in args.items():
         if summed:
-            out.append((state_sum(col), f"sum({c}.{ident(col)})"))
-        out.append((state_count(col), f"count({c}.{ident(col)})"))
+            out.append((state_sum(c), exp.Sum(this=col(CACHE_ALIAS, c))))
+        out.append((state_count(c), exp.Count(this=col(CACHE_ALIAS, c))))
     return out
 
 
 def choose_rule(target, column_types) -> None:
     """Set target.sum_args if the specialized rules apply: supported aggregates, and every
-    summed argument of an exact type. column_types(sql) gives the type OIDs of a query's columns."""
+    summed argument of an exact type. column_types(query tree) gives the type OIDs of a query's columns."""
     args = target.agg.sum_count_args()
     if args is None:
         return
-    summed = [col for col, s in args.items() if s]
+    summed = [c for c, s in args.items() if s]
     if summed:
-        cols = ", ".join(ident(col) for col in summed)
-        types = column_types(f"SELECT {cols} FROM ({full_query(target.cache)}) AS {ident('q')}")
+        from ..program.trees import subquery
+
+        types = column_types(select([col(None, c) for c in summed], [subquery(full_query(target.cache), "q")]))
         if any(t not in EXACT_TYPE_OIDS for t in types):
             return
     target.sum_args = args
 
 
-def over_state(e: exp.Expression, state, key) -> str:
+def over_state(e: exp.Expression, state, key) -> exp.Expression:
     """An output expression over the operator caches: state(name) and key(cache column) give
     the SQL trees standing for a state column's value and a group key's value."""
     def fn(node: exp.Expression) -> exp.Expression:
@@ -87,90 +88,91 @@ def over_state(e: exp.Expression, state, key) -> str:
             return key(node.name)
         return node
 
-    return e.copy().transform(fn).sql(DIALECT)
+    return e.copy().transform(fn)
 
 
-def _col(table: str, name: str) -> exp.Column:
-    return exp.column(name, table, quoted=True)
+def _signed(t, write, keys: list[str], args: list[str]) -> Record:
+    """Record Table 9's signed rows of one cache write into the changes scratch: an insert +1 with its
+    new values, a delete -1 with its old ones, an update both (old images read from the cache as the
+    write's own snapshot sees it, which does not include the write)."""
+    ch = "changed"
+    if isinstance(write, UpdateMatching):
+        ids = [i.name for i in t.cache.plan.ids]
+        match = all_of([eq(col("o", i), col(ch, i)) for i in ids])
+        olds = [col("o", k) for k in keys] + [num(-1)] + [col("o", a) for a in args]
+        news = [col(ch, k) for k in keys] + [num(1)] + [col(ch, a) for a in args]
+        old_rows = select(olds, [t.cache.ref("o")]).join(R.returned(ch), on=match, join_type="inner")
+        return Record(into=t.affected, returning=[col(VIEW_ALIAS, c) for c in dict.fromkeys(keys + args + ids)],
+                      body=union_all([select(news, [R.returned(ch)]), old_rows]))
+    sign = num(-1) if isinstance(write, DeleteMatching) else num(1)
+    return Record(into=t.affected, returning=[col(VIEW_ALIAS, c) for c in keys + args] or [num(1)],
+                  body=select([col(None, k) for k in keys] + [sign] + [col(None, a) for a in args], [R.returned(ch)]))
 
 
-def sum_script(t, cache_script: DeltaScript) -> DeltaScript:
+def sum_program(t, cache_program: Program) -> Program:
     keys, args = t.agg.keys, list(t.sum_args)
-    changes, groups = t.affected, t.group_deltas
-    v, x, o, ch = ident(VIEW_ALIAS), ident("x"), ident("o"), ident("changed")
-    script = DeltaScript(strategy=cache_script.strategy, derivations=list(cache_script.derivations) + [
+    program = Program(strategy=cache_program.strategy, derivations=list(cache_program.derivations) + [
         "γ (specialized SUM/COUNT/AVG rules, Tables 9, 11, 12; blocking): combines every i-diff of the cache\n"
         "    Δ1 ∪ Δ2 ∪ Δ3 (signed rows) -> γ_G,sum(x_Δ) -> ΔuV on the operator caches (n, sums, counts),\n"
         "    => Δ-V where n reaches 0, Δ+V for groups without a row, AVG = sum / count"])
-    script.statements.append(Statement(
-        phase=-1, purpose="signed cache rows this maintenance changes (Table 9: Δ1 ∪ Δ2 ∪ Δ3)",
-        sql=f"CREATE TEMP TABLE {changes} ON COMMIT DROP AS SELECT {', '.join([*(ident(k) for k in keys), f'1 AS {ident(SIGN)}', *(ident(a) for a in args)])} "
-            f"FROM {t.cache.table} WITH NO DATA"))
-    sums = [f"sum({ident(SIGN)}) AS {ident(STATE_N)}"]
-    for col, summed in t.sum_args.items():
+    program.steps.append(CreateScratch(
+        phase=-1, purpose="signed cache rows this maintenance changes (Table 9: Δ1 ∪ Δ2 ∪ Δ3)", name=t.affected,
+        source=select([col(None, k) for k in keys] + [alias(num(1), SIGN)] + [col(None, a) for a in args],
+                      [t.cache.ref(None)])))
+    sign = col(None, SIGN)
+    sums = [alias(exp.Sum(this=sign.copy()), STATE_N)]
+    for c, summed in t.sum_args.items():
         if summed:
-            sums.append(f"sum({ident(SIGN)} * {ident(col)}) AS {ident(state_sum(col))}")
-        sums.append(f"sum(CASE WHEN {ident(col)} IS NULL THEN 0 ELSE {ident(SIGN)} END) AS {ident(state_count(col))}")
+            sums.append(alias(exp.Sum(this=exp.Mul(this=sign.copy(), expression=col(None, c))), state_sum(c)))
+        zero_if_null = exp.Case(ifs=[exp.If(this=exp.Is(this=col(None, c), expression=exp.null()), true=num(0))],
+                                default=sign.copy())
+        sums.append(alias(exp.Sum(this=zero_if_null), state_count(c)))
     # one row per changed group; without GROUP BY one row, and only if anything changed
-    group_by = f" GROUP BY {', '.join(ident(k) for k in keys)}" if keys else " HAVING count(*) > 0"
-    per_group = f"SELECT {', '.join([*(ident(k) for k in keys), *sums])} FROM {changes}{group_by}"
-    script.statements.append(Statement(
-        phase=-1, purpose="per-group sums of the signed changes (γ_G,sum(x_Δ))",
-        sql=f"CREATE TEMP TABLE {groups} ON COMMIT DROP AS {per_group} WITH NO DATA"))
-
-    returned = ", ".join(f"{v}.{ident(c)}" for c in keys + args)
-    ids = [i.name for i in t.cache.plan.ids]
-    for st in cache_script.statements:
-        verb = st.sql.lstrip().split(None, 1)[0].upper()
-        assert verb in ("DELETE", "INSERT", "UPDATE"), st.sql
-        if verb == "UPDATE":  # old images from the cache as this statement's snapshot sees it
-            match = " AND ".join(f"{o}.{ident(i)} = {ch}.{ident(i)}" for i in ids)
-            olds = ", ".join([*(f"{o}.{ident(k)}" for k in keys), "-1", *(f"{o}.{ident(a)}" for a in args)])
-            news = ", ".join([*(f"{ch}.{ident(k)}" for k in keys), "1", *(f"{ch}.{ident(a)}" for a in args)])
-            ret = ", ".join(f"{v}.{ident(c)}" for c in dict.fromkeys(keys + args + ids))
-            body = (f"SELECT {news} FROM {ch}\nUNION ALL\nSELECT {olds} FROM {t.cache.table} AS {o} JOIN {ch} ON {match}")
-        else:
-            ret = returned or "1"
-            sign = "-1" if verb == "DELETE" else "1"
-            body = f"SELECT {', '.join([*(ident(k) for k in keys), sign, *(ident(a) for a in args)])} FROM {ch}"
-        script.statements.append(Statement(
-            phase=st.phase, purpose=f"cache: {st.purpose}  (records signed changes)",
-            sql=f"WITH {ch} AS (\n{st.sql}\nRETURNING {ret})\nINSERT INTO {changes}\n{body}",
-            driven_by=st.driven_by))
-
-    script.statements.append(Statement(
-        phase=3, purpose="sum the signed changes per group", sql=f"INSERT INTO {groups}\n{per_group}"))
+    per_group = select([col(None, k) for k in keys] + sums, [R.scratch(t.affected)])
+    if keys:
+        per_group = per_group.group_by(*[col(None, k) for k in keys], copy=False)
+    else:
+        per_group = per_group.having(exp.GT(this=exp.Count(this=exp.Star()), expression=num(0)), copy=False)
+    program.steps.append(CreateScratch(phase=-1, purpose="per-group sums of the signed changes (γ_G,sum(x_Δ))",
+                                       name=t.group_deltas, source=per_group.copy()))
+    for st in cache_program.steps:
+        st.record = _signed(t, st, keys, args)
+        st.purpose = f"cache: {st.purpose}  (records signed changes)"
+        st.role = "cache"
+        program.steps.append(st)
+    group_cols = keys + [STATE_N] + [n for c, s in t.sum_args.items() for n in
+                                     ([state_sum(c)] if s else []) + [state_count(c)]]
+    program.steps.append(InsertRows(phase=3, purpose="sum the signed changes per group",
+                                    target=R.scratch(t.group_deltas), columns=group_cols, source=per_group))
 
     def new_value(name: str) -> exp.Expression:
         """A cache's value after the change, COALESCE(v.s, 0) + COALESCE(x.ds, 0): a sum over only
         NULLs is NULL on either side (a group of NULL arguments, or changes of NULL rows only)."""
-        zero = exp.Literal.number(0)
-        return exp.Paren(this=exp.Add(this=exp.func("COALESCE", _col(VIEW_ALIAS, name), zero),
-                                      expression=exp.func("COALESCE", _col("x", name), zero)))
+        return paren(exp.Add(this=exp.func("COALESCE", col(VIEW_ALIAS, name), num(0)),
+                             expression=exp.func("COALESCE", col("x", name), num(0))))
 
     states = [n for n, _ in state_columns(t.sum_args)]
     key_of = dict(zip(keys, t.agg.id_names))
-    sets = [f"{ident(n)} = {new_value(n).sql(DIALECT)}" for n in states]
-    sets += [f"{ident(n)} = {over_state(e, new_value, lambda k: _col(VIEW_ALIAS, key_of[k]))}"
+    sets = [(n, new_value(n)) for n in states]
+    sets += [(n, over_state(e, new_value, lambda k: col(VIEW_ALIAS, key_of[k])))
              for n, e in t.agg.outputs if e.find(exp.AggFunc)]
-    match = match_keys(t, v, x, t.agg.id_names)
+    match = match_keys(t, VIEW_ALIAS, "x", t.agg.id_names)
+    groups = R.scratch(t.group_deltas, "x")
     if keys:
-        script.statements.append(Statement(
-            phase=3, purpose="Δ-V: groups whose last row went (n reaches 0)",
-            # only a group whose count went down can reach 0 (a row of the view has n > 0)
-            sql=f"DELETE FROM {t.table} AS {v}\nUSING {groups} AS {x}\nWHERE {x}.{ident(STATE_N)} < 0 AND {match} AND "
-                f"{new_value(STATE_N).sql(DIALECT)} = 0"))
-    script.statements.append(Statement(
+        # only a group whose count went down can reach 0 (a row of the view has n > 0)
+        program.steps.append(DeleteMatching(
+            phase=3, purpose="Δ-V: groups whose last row went (n reaches 0)", target=t.ref(), using=[groups.copy()],
+            condition=all_of([exp.LT(this=col("x", STATE_N), expression=num(0)), match.copy(),
+                              eq(new_value(STATE_N), num(0))])))
+    program.steps.append(UpdateMatching(
         phase=3, purpose="ΔuV: apply the sums to the operator caches, recompute SUM/COUNT/AVG (Tables 9, 11, 12)",
-        sql=f"UPDATE {t.table} AS {v} SET {', '.join(sets)}\nFROM {groups} AS {x}\nWHERE {match}"))
+        target=t.ref(), assignments=sets, using=[groups.copy()], condition=match.copy()))
     if keys:
-        outs = [f"{over_state(e, lambda n: _col('x', n), lambda k: _col('x', k))} AS {ident(n)}"
-                for n, e in t.agg.outputs]
-        outs += [f"{x}.{ident(k)} AS {ident(h)}" for k, h in key_of.items()]
-        outs += [f"{x}.{ident(n)} AS {ident(n)}" for n in states]
-        cols = ", ".join(ident(c) for c in t.columns)
-        script.statements.append(Statement(
-            phase=4, purpose="Δ+V: groups that had no row get one",
-            sql=f"INSERT INTO {t.table} ({cols})\nSELECT {', '.join(outs)}\nFROM {groups} AS {x}\n"
-                f"WHERE {x}.{ident(STATE_N)} > 0 AND NOT EXISTS (SELECT 1 FROM {t.table} AS {v} WHERE {match})"))
-    return script
+        outs = [alias(over_state(e, lambda n: col("x", n), lambda k: col("x", k)), n) for n, e in t.agg.outputs]
+        outs += [alias(col("x", k), h) for k, h in key_of.items()]
+        outs += [alias(col("x", n), n) for n in states]
+        absent = exp.Not(this=exists(select([num(1)], [t.ref()], [match.copy()])))
+        program.steps.append(InsertRows(
+            phase=4, purpose="Δ+V: groups that had no row get one", target=t.ref(None), columns=t.columns,
+            source=select(outs, [groups.copy()], [exp.GT(this=col("x", STATE_N), expression=num(0)), absent])))
+    return program

@@ -16,48 +16,42 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..algebra.plan import BRANCH_COLUMN, SubqueryPredicate, conjuncts_below, has_subquery, refs
-from ..sqltext import ident
-from .render import DIFF_ALIAS, VIEW_ALIAS, Target, _where, base_mapping, bind_with, binder, delta_table, insert_rows
-from .script import Statement
+from ..program import relations as R
+from ..program.steps import DeleteMatching, Step
+from ..program.trees import all_of, any_of, col, eq, exists, num, select
+from .render import DIFF_ALIAS, VIEW_ALIAS, Target, base_mapping, bind_with, binder, insert_rows, kind_is_not
 
 
-def _changed(target: Target, sq: SubqueryPredicate) -> str:
+def _changed(target: Target, sq: SubqueryPredicate) -> exp.Expression:
     """Changed R rows (pre- or post-image) related to the outer row in scope."""
     outer = base_mapping(target)
-    dd = ident(DIFF_ALIAS)
     cond = sq.affected()
-    pre = bind_with({**outer, sq.alias: (DIFF_ALIAS, "pre__")})(cond)
-    post = bind_with({**outer, sq.alias: (DIFF_ALIAS, "post__")})(cond)
-    return f"({dd}.{ident('kind')} <> 'I' AND ({pre})) OR ({dd}.{ident('kind')} <> 'D' AND ({post}))"
+    pre = bind_with({**outer, sq.alias: (DIFF_ALIAS, R.pre(""))})(cond)
+    post = bind_with({**outer, sq.alias: (DIFF_ALIAS, R.post(""))})(cond)
+    return any_of([all_of([kind_is_not(R.INSERTED), pre]), all_of([kind_is_not(R.DELETED), post])])
 
 
-def subquery_statements(target: Target) -> list[Statement]:
-    out: list[Statement] = []
-    v, dd = ident(VIEW_ALIAS), ident(DIFF_ALIAS)
+def subquery_steps(target: Target) -> list[Step]:
+    out: list[Step] = []
     for sq in target.plan.subqueries:
         cid = target.captured[(sq.table.schema, sq.table.name)]
-        delta = delta_table(cid)
+        delta = R.delta(cid, DIFF_ALIAS, of=f"{sq.table.schema}.{sq.table.name}")
         related = sorted({a for a, _ in refs(sq.affected()) if a in target.scan_alias})
-        froms = [f"{delta} AS {dd}"] + [target.base(a) for a in related]
-        by_id = [f"{ident(target.scan_alias[a])}.{ident(i.column)} = {v}.{ident(i.name)}"
+        by_id = [eq(col(target.scan_alias[a], i.column), col(VIEW_ALIAS, i.name))
                  for a in related for i in target.ids_of(a)]
         if target.branch is not None:  # an uncorrelated subquery matches no ID: stay in this branch's rows
-            by_id.append(f"{v}.{ident(BRANCH_COLUMN)} = {int(target.branch)}")
+            by_id.append(eq(col(VIEW_ALIAS, BRANCH_COLUMN), num(int(target.branch))))
         label = f"Δ[{sq.table.name}] of subquery {sq.alias}"
-        out.append(Statement(
-            phase=0, purpose=f"{label}: delete the outer rows it may affect, by ID",
-            sql=f"DELETE FROM {target.table} AS {v}\nUSING {', '.join(froms)}\nWHERE {_where(by_id + [_changed(target, sq)])}",
-            driven_by=cid,
-        ))
+        out.append(DeleteMatching(
+            phase=0, purpose=f"{label}: delete the outer rows it may affect, by ID", target=target.ref(),
+            using=[delta] + [target.base(a) for a in related], condition=all_of(by_id + [_changed(target, sq)]),
+            driven_by=cid))
         bind = binder(target, None)
         filters = [bind(c) for c in conjuncts_below(target.plan)]
-        filters.append(f"EXISTS (SELECT 1 FROM {delta} AS {dd} WHERE {_changed(target, sq)})")
-        everything = ", ".join(target.base(s) for s in target.scan_alias)
-        out.append(Statement(
-            phase=2, purpose=f"{label}: re-derive those outer rows from the post-state",
-            sql=insert_rows(target, None, [], filters, bind, from_sql=everything, id_image=None),
-            driven_by=cid,
-        ))
+        filters.append(exists(select([exp.Literal.number(1)], [delta.copy()], [_changed(target, sq)])))
+        out.append(insert_rows(
+            target, None, [], filters, bind, froms=[target.base(s) for s in target.scan_alias], id_image=None,
+            phase=2, purpose=f"{label}: re-derive those outer rows from the post-state", driven_by=cid))
     return out
 
 

@@ -1,4 +1,4 @@
-"""Δ-script generation for each strategy, sharing plan, schemas and rendering.
+"""Δ-program generation for each strategy, sharing plan, schemas and rendering.
 
 - ``id``: the paper's four passes: base i-diff schemas, rule instantiation
   along each scan's path to the root (rule DAG), composition, minimization.
@@ -12,63 +12,64 @@ from sqlglot import exp
 
 from ..algebra.plan import conjuncts_below, scans
 from ..errors import IdivmError
+from ..program import relations as R
+from ..program.steps import DeleteMatching, Program
+from ..program.trees import alias, col, eq, exists, select, subquery, union_all, all_of
 from ..rules import instantiate
-from ..sqltext import ident
 from .diff_schemas import base_diff_schemas
 from .minimize import minimize
-from .render import DIFF_ALIAS, VIEW_ALIAS, Target, _where, bind_with, binder, insert_rows, render_idiff
-from .script import DeltaScript, Statement
-from .semijoin import subquery_statements, without_subqueries
+from .render import DIFF_ALIAS, VIEW_ALIAS, Target, bind_with, binder, idiff_step, insert_rows, kind_is, kind_is_not
+from .semijoin import subquery_steps, without_subqueries
 
 STRATEGIES = ("id", "tuple")
 
 
-def compile_script(target: Target, strategy: str, minimized: bool = True) -> DeltaScript:
+def compile_program(target: Target, strategy: str, minimized: bool = True) -> Program:
     if strategy == "id":
-        return id_script(target, minimized)
+        return id_program(target, minimized)
     if strategy == "tuple":
-        return tuple_script(target)
+        return tuple_program(target)
     raise IdivmError(f"unknown strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
 
 
-def id_script(target: Target, minimized: bool = True) -> DeltaScript:
-    script = DeltaScript(strategy="id", statements=subquery_statements(target))
+def id_program(target: Target, minimized: bool = True) -> Program:
+    program = Program(strategy="id", steps=subquery_steps(target))
     for schema in base_diff_schemas(target.plan):
         scan = next(s for s in scans(target.plan) if s.alias == schema.scan)
         for d in instantiate(target.plan, scan, schema):
             m = minimize(d) if minimized else d
             if m is None:
-                script.derivations.append("\n    ".join(d.trail) + "\n    => ∅ (minimization: provably empty)")
+                program.derivations.append("\n    ".join(d.trail) + "\n    => ∅ (minimization: provably empty)")
                 continue
             d = m
-            phase, sql = render_idiff(target, d)
-            script.derivations.append("\n    ".join(d.trail) + f"\n    => {d.format()}")
-            script.statements.append(Statement(phase=phase, purpose=f"{schema.label()} -> {d.format()}", sql=sql,
-                                               driven_by=target.captured_id(schema.scan)))
-    return script
+            program.derivations.append("\n    ".join(d.trail) + f"\n    => {d.format()}")
+            program.steps.append(idiff_step(target, d, purpose=f"{schema.label()} -> {d.format()}",
+                                            driven_by=target.captured_id(schema.scan)))
+    return program
 
 
 MAX_PRESTATE_BRANCHES = 64  # 7 tables: the paper's largest view (Figure 12b, j = 6)
 
 
-def _unchanged(target: Target, scan: str) -> str:
+def _unchanged(target: Target, scan: str) -> exp.Expression:
     """Filter: the base row of `scan` was not changed in this window (so it is also its pre-state)."""
     t = target.tables[scan]
-    a = ident(target.scan_alias[scan])
-    keys = ", ".join(f"{a}.{ident(k)}" for k in t.key)
-    post_keys = ", ".join(ident("post__" + k) for k in t.key)
-    return f"({keys}) NOT IN (SELECT {post_keys} FROM {target.delta_of(scan)} WHERE {ident('kind')} <> 'D')"
+    a = target.scan_alias[scan]
+    keys = exp.Tuple(expressions=[col(a, k) for k in t.key])
+    changed = select([col(None, R.post(k)) for k in t.key], [target.delta_of(scan, alias=None)],
+                     [kind_is_not(R.DELETED, alias=None)])
+    return exp.Not(this=exp.In(this=keys, query=exp.Subquery(this=changed)))
 
 
-def pre_state_view_ids(target: Target, s: str, conds) -> str:
+def pre_state_view_ids(target: Target, s: str, conds) -> exp.Query:
     """IDs of pre-state view tuples that use a deleted/updated tuple of scan s."""
-    def ids(bind) -> list[str]:
-        return [f"{bind(exp.column(i.column, i.scan))} AS {ident(i.name)}" for i in target.plan.ids]
+    def ids(bind) -> list[exp.Expression]:
+        return [alias(bind(exp.column(i.column, i.scan)), i.name) for i in target.plan.ids]
 
     return pre_state_rows(target, s, conds, ids)
 
 
-def pre_state_rows(target: Target, s: str, conds, outputs, s_filter: str | None = None) -> str:
+def pre_state_rows(target: Target, s: str, conds, outputs, s_filter: exp.Expression | None = None) -> exp.Query:
     """Pre-state rows of the target's input that use a deleted/updated tuple of scan s, as the
     select list outputs(bind) produces over them (bind rebinds scan columns to their pre-state).
 
@@ -81,50 +82,47 @@ def pre_state_rows(target: Target, s: str, conds, outputs, s_filter: str | None 
     if 2 ** len(others) > MAX_PRESTATE_BRANCHES:
         raise IdivmError(f"the tuple strategy supports views over at most "
                          f"{MAX_PRESTATE_BRANCHES.bit_length()} tables; use --strategy id")
-    dd = ident(DIFF_ALIAS)
     branches = []
     for mask in range(2 ** len(others)):
-        mapping = {s: (DIFF_ALIAS, "pre__")}
-        froms = [f"{target.delta_of(s)} AS {dd}"]
-        filters = [f"{dd}.{ident('kind')} IN ('D', 'U')"] + ([s_filter] if s_filter else [])
+        mapping = {s: (DIFF_ALIAS, R.pre(""))}
+        froms = [target.delta_of(s)]
+        filters = [kind_is(R.DELETED, R.UPDATED)] + ([s_filter.copy()] if s_filter is not None else [])
         for i, o in enumerate(others):
-            alias = target.scan_alias[o]
+            a = target.scan_alias[o]
             if mask >> i & 1:  # o's changed rows, as they were before
-                mapping[o] = (alias, "pre__")
-                froms.append(f"{target.delta_of(o)} AS {ident(alias)}")
-                filters.append(f"{ident(alias)}.{ident('kind')} IN ('D', 'U')")
+                mapping[o] = (a, R.pre(""))
+                froms.append(target.delta_of(o, alias=a))
+                filters.append(kind_is(R.DELETED, R.UPDATED, alias=a))
                 # a one-time filter: PostgreSQL skips the whole branch when o did not change
-                filters.append(f"EXISTS (SELECT 1 FROM {target.delta_of(o)} WHERE {ident('kind')} <> 'I')")
+                filters.append(exists(select([exp.Literal.number(1)], [target.delta_of(o, alias=None)],
+                                             [kind_is_not(R.INSERTED, alias=None)])))
             else:  # o's unchanged rows
-                mapping[o] = (alias, "")
+                mapping[o] = (a, "")
                 froms.append(target.base(o))
                 filters.append(_unchanged(target, o))
         bind = bind_with(mapping)
         filters += [bind(c) for c in conds]
-        branches.append(f"SELECT {', '.join(outputs(bind))}\n  FROM {', '.join(froms)}\n  WHERE {_where(filters)}")
-    return "\n  UNION ALL\n  ".join(branches)
+        branches.append(select(outputs(bind), froms, filters))
+    return union_all(branches)
 
 
-def tuple_script(target: Target) -> DeltaScript:
-    script = DeltaScript(strategy="tuple", statements=subquery_statements(target))
+def tuple_program(target: Target) -> Program:
+    program = Program(strategy="tuple", steps=subquery_steps(target))
     conds = conjuncts_below(target.plan)
     # pre-state tuples are found without EXISTS/IN conjuncts (their table is read in its post-state
     # here): deleting a superset of the pre-state tuples is safe, the inserts re-derive the rest
     pre_conds = without_subqueries(conds)
-    v, x = ident(VIEW_ALIAS), ident("x")
-    match = " AND ".join(f"{v}.{ident(i.name)} = {x}.{ident(i.name)}" for i in target.plan.ids)
+    match = [eq(col(VIEW_ALIAS, i.name), col("x", i.name)) for i in target.plan.ids]
     for s in scans(target.plan):
         others = [o.alias for o in scans(target.plan) if o.alias != s.alias]
-        script.statements.append(Statement(
+        program.steps.append(DeleteMatching(
             phase=0, purpose=f"D-_V: pre-state view tuples with deleted/updated {s.alias} tuples",
-            sql=f"DELETE FROM {target.table} AS {v}\nUSING (\n  {pre_state_view_ids(target, s.alias, pre_conds)}) AS {x}\nWHERE {match}",
-            driven_by=target.captured_id(s.alias),
-        ))
+            target=target.ref(), using=[subquery(pre_state_view_ids(target, s.alias, pre_conds), "x")],
+            condition=all_of(match), driven_by=target.captured_id(s.alias)))
         bind_post = binder(target, s.alias)
-        filters = [f"{ident(DIFF_ALIAS)}.{ident('kind')} IN ('I', 'U')"] + [bind_post(c) for c in conds]
-        script.statements.append(Statement(
-            phase=2, purpose=f"D+_V: post-state view tuples with inserted/updated {s.alias} tuples",
-            sql=insert_rows(target, s.alias, others, filters, bind_post),
-            driven_by=target.captured_id(s.alias),
-        ))
-    return script
+        filters = [kind_is(R.INSERTED, R.UPDATED)] + [bind_post(c) for c in conds]
+        program.steps.append(insert_rows(
+            target, s.alias, others, filters, bind_post, phase=2,
+            purpose=f"D+_V: post-state view tuples with inserted/updated {s.alias} tuples",
+            driven_by=target.captured_id(s.alias)))
+    return program

@@ -8,13 +8,13 @@
 from __future__ import annotations
 
 from ..algebra.plan import Aggregate, Project, Union
-from .aggregate import AggregateTarget, aggregate_script, cache_name
+from ..program.steps import Program
+from .aggregate import AggregateTarget, aggregate_program, cache_name
 from .aggregate_sum import choose_rule
 from .diff_schemas import base_diff_schemas
 from .render import Target
-from .script import DeltaScript
-from .strategies import compile_script
-from .union import UnionTarget, union_script
+from .strategies import compile_program
+from .union import UnionTarget, union_program
 
 
 def make_target(schema: str, name: str, plan, captured: dict, view_id: int, column_types=None):
@@ -31,14 +31,14 @@ def make_target(schema: str, name: str, plan, captured: dict, view_id: int, colu
     return Target(schema=schema, name=name, plan=plan, captured=captured)
 
 
-def build_script(target, strategy: str, minimized: bool = True) -> DeltaScript:
+def build_program(target, strategy: str, minimized: bool = True) -> Program:
     if isinstance(target, AggregateTarget):
         if target.agg.no_cache:  # footnote 6: no cache to maintain
-            return aggregate_script(target, DeltaScript(strategy=strategy))
-        return aggregate_script(target, build_script(target.cache, strategy, minimized))
+            return aggregate_program(target, Program(strategy=strategy))
+        return aggregate_program(target, build_program(target.cache, strategy, minimized))
     if isinstance(target, UnionTarget):
-        return union_script(target, lambda b: compile_script(b, strategy, minimized))
-    return compile_script(target, strategy, minimized)
+        return union_program(target, lambda b: compile_program(b, strategy, minimized))
+    return compile_program(target, strategy, minimized)
 
 
 def diff_schemas_of(plan):

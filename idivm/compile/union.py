@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sqlglot import exp
+
 from ..algebra.plan import Union, scans
-from ..sqltext import qualified
-from .render import Target
-from .script import DeltaScript
+from ..program import relations as R
+from ..program.steps import Program
+from .render import VIEW_ALIAS, Target
 
 
 @dataclass
@@ -23,9 +25,12 @@ class UnionTarget:
     union: Union
     captured: dict[tuple[str, str], int]
 
+    def ref(self, alias: str | None = VIEW_ALIAS) -> exp.Table:
+        return R.view(self.schema, self.name, alias)
+
     @property
-    def table(self) -> str:
-        return qualified(self.schema, self.name)
+    def label(self) -> str:
+        return f"{self.schema}.{self.name}"
 
     @property
     def branches(self) -> list[Target]:
@@ -42,12 +47,12 @@ class UnionTarget:
         return out
 
 
-def union_script(t: UnionTarget, compile_branch) -> DeltaScript:
-    scripts = [compile_branch(b) for b in t.branches]
-    out = DeltaScript(strategy=scripts[0].strategy)
-    for k, s in enumerate(scripts, 1):
-        for st in s.statements:
+def union_program(t: UnionTarget, compile_branch) -> Program:
+    programs = [compile_branch(b) for b in t.branches]
+    out = Program(strategy=programs[0].strategy)
+    for k, s in enumerate(programs, 1):
+        for st in s.steps:
             st.purpose = f"branch b = {k}: {st.purpose}"
-            out.statements.append(st)
+            out.steps.append(st)
         out.derivations += [f"branch b = {k}: {d}" for d in s.derivations]
     return out

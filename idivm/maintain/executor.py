@@ -175,14 +175,14 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
     report.breakdown["i-diffs"] = time.perf_counter() - started
     if report.changes:
         stmts = conn.execute(sa.text(
-            "SELECT purpose, sql, driven_by FROM idivm.script_statements WHERE view_id = :v ORDER BY phase, position"
+            "SELECT purpose, sql, driven_by, role FROM idivm.script_statements WHERE view_id = :v ORDER BY phase, position"
         ), {"v": view_id}).all()
         for st in stmts:
             if st.driven_by is not None and not changed.get(st.driven_by):
                 continue  # its driving i-diff is empty: it would change nothing
             t0 = time.perf_counter()
             cur = run(conn, st.sql)
-            report.breakdown["cache" if st.purpose.startswith("cache:") else "view"] += time.perf_counter() - t0
+            report.breakdown[st.role] += time.perf_counter() - t0
             report.statements += 1
             report.rows_affected += max(cur.rowcount, 0)
     if before_commit:

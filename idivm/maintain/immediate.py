@@ -47,7 +47,8 @@ from sqlalchemy.engine import Connection
 from ..algebra.tables import TableInfo
 from ..capture.fold import fold_select
 from ..capture.triggers import enable_always
-from ..compile.render import delta_table
+from ..engines.postgres.render import delta_table
+from ..program import relations as R
 from ..frontend.reflect import table_info
 from ..names import display_name
 from ..sqltext import ident, qualified, run, string_literal
@@ -67,9 +68,9 @@ def pending_table(captured_id: int) -> str:
 
 def instance_columns(info: TableInfo) -> str:
     """The i-diff instance table's columns (as maintain/instances.py builds them from the log)."""
-    cols = [f"{ident('kind')} text"]
-    cols += [f"{ident('pre__' + c)} {t}" for c, t in info.columns]
-    cols += [f"{ident('post__' + c)} {t}" for c, t in info.columns]
+    cols = [f"{ident(R.KIND_COLUMN)} text"]
+    cols += [f"{ident(R.pre(c))} {t}" for c, t in info.columns]
+    cols += [f"{ident(R.post(c))} {t}" for c, t in info.columns]
     return ", ".join(cols)
 
 

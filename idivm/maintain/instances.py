@@ -12,7 +12,7 @@ Columns: kind, pre__<col> and post__<col> for every column of the table.
 """
 from __future__ import annotations
 
-from ..compile.render import delta_table
+from ..engines.postgres.render import delta_table
 from ..algebra.tables import TableInfo
 from ..capture.fold import fold_select, log_images
 from ..sqltext import run

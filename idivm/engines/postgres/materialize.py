@@ -1,11 +1,12 @@
 """Initial materialization: the tables a registered view consists of, filled in registration's snapshot."""
 from __future__ import annotations
 
-from ..algebra.plan import BRANCH_COLUMN, scans
-from ..sqltext import ident, run
-from .aggregate import AggregateTarget, group_select
-from .render import Target, full_query
-from .union import UnionTarget
+from ...algebra.plan import BRANCH_COLUMN, scans
+from ...compile.aggregate import AggregateTarget, group_select
+from ...compile.render import Target, full_query
+from ...compile.union import UnionTarget
+from ...sqltext import ident, qualified, run
+from .render import sql
 
 # Maintained tables are updated in place by every maintenance: SPJ views and caches when a non-key
 # attribute changes, grouped views on every change of their groups' aggregates. Those columns are not
@@ -17,12 +18,12 @@ WITH_STORAGE = "WITH (fillfactor = 90)"
 
 def create_spj_table(conn, target: Target) -> None:
     """The SPJ view (or intermediate cache), keyed by its hidden IDs, each scan's IDs indexed."""
-    plan = target.plan
-    run(conn, f"CREATE TABLE {target.table} {WITH_STORAGE} AS\n{full_query(target)}")
-    run(conn, f"ALTER TABLE {target.table} ADD PRIMARY KEY ({', '.join(ident(i.name) for i in plan.ids)})")
-    declare_not_null(conn, target.table, plan.never_null_outputs())
-    index_scan_ids(conn, target.table, plan)
-    index_group_keys(conn, target.table, plan)
+    plan, table = target.plan, table_of(target)
+    run(conn, f"CREATE TABLE {table} {WITH_STORAGE} AS\n{sql(full_query(target))}")
+    run(conn, f"ALTER TABLE {table} ADD PRIMARY KEY ({', '.join(ident(i.name) for i in plan.ids)})")
+    declare_not_null(conn, table, plan.never_null_outputs())
+    index_scan_ids(conn, table, plan)
+    index_group_keys(conn, table, plan)
 
 
 def declare_not_null(conn, table: str, columns) -> None:
@@ -48,13 +49,14 @@ def index_group_keys(conn, table: str, plan) -> None:
 
 def create_union_table(conn, t: UnionTarget) -> None:
     """UNION ALL: one table, a partial unique index on each branch's IDs (which also serves lookups)."""
-    selects = [full_query(b, t.all_ids) for b in t.branches]
-    run(conn, f"CREATE TABLE {t.table} {WITH_STORAGE} AS\n" + "\nUNION ALL\n".join(f"({q})" for q in selects))
+    table = table_of(t)
+    selects = [sql(full_query(b, t.all_ids)) for b in t.branches]
+    run(conn, f"CREATE TABLE {table} {WITH_STORAGE} AS\n" + "\nUNION ALL\n".join(f"({q})" for q in selects))
     for b in t.branches:
         ids = ", ".join(ident(i.name) for i in b.plan.ids)
-        run(conn, f"CREATE UNIQUE INDEX ON {t.table} ({ids}) WHERE ({ident(BRANCH_COLUMN)} = {b.branch})")
-        index_scan_ids(conn, t.table, b.plan)
-    index_group_keys(conn, t.table, t.union.branches[0])  # every branch has the same output names
+        run(conn, f"CREATE UNIQUE INDEX ON {table} ({ids}) WHERE ({ident(BRANCH_COLUMN)} = {int(b.branch)})")
+        index_scan_ids(conn, table, b.plan)
+    index_group_keys(conn, table, t.union.branches[0])  # every branch has the same output names
 
 
 def create_tables(conn, target) -> None:
@@ -65,25 +67,31 @@ def create_tables(conn, target) -> None:
         run(conn, f"ANALYZE {table}")
 
 
+def table_of(target) -> str:
+    """The maintained table of a target (view or cache), quoted."""
+    return qualified(target.schema, target.name)
+
+
 def tables_of(target) -> list[str]:
     if isinstance(target, AggregateTarget):
-        return ([] if target.agg.no_cache else tables_of(target.cache)) + [target.table]
-    return [target.table]
+        return ([] if target.agg.no_cache else tables_of(target.cache)) + [table_of(target)]
+    return [table_of(target)]
 
 
 def _create(conn, target) -> None:
     if isinstance(target, AggregateTarget):
         if not target.agg.no_cache:
             _create(conn, target.cache)
-        run(conn, f"CREATE TABLE {target.table} {WITH_STORAGE} AS\n{group_select(target, restrict=False)}")
+        table = table_of(target)
+        run(conn, f"CREATE TABLE {table} {WITH_STORAGE} AS\n{sql(group_select(target, restrict=False))}")
         if target.agg.keys:
             cols = ", ".join(ident(c) for c in target.agg.id_names)
-            declare_not_null(conn, target.table, target.agg.never_null_outputs())
+            declare_not_null(conn, table, target.agg.never_null_outputs())
             if set(target.agg.keys) <= target.agg.never_null_keys():
                 # a primary key: other views may then read this one (capture needs a key)
-                run(conn, f"ALTER TABLE {target.table} ADD PRIMARY KEY ({cols})")
+                run(conn, f"ALTER TABLE {table} ADD PRIMARY KEY ({cols})")
             else:
-                run(conn, f"CREATE UNIQUE INDEX ON {target.table} ({cols}) NULLS NOT DISTINCT")
+                run(conn, f"CREATE UNIQUE INDEX ON {table} ({cols}) NULLS NOT DISTINCT")
     elif isinstance(target, UnionTarget):
         create_union_table(conn, target)
     else:

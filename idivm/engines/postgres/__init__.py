@@ -1,0 +1,1 @@
+"""The PostgreSQL engine: renders Δ-program steps as PostgreSQL statements, materializes views."""

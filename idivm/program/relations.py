@@ -1,0 +1,117 @@
+"""Abstract relations inside a Δ-program's sqlglot trees, and the i-diff instance's column convention.
+
+A program's sources are sqlglot expression trees, but the relations they read
+and write stay abstract until an engine binds them: the same step reads
+``Δ[parts]`` from a session temp table on PostgreSQL and from a DataFrame on
+Spark. A relation is an ``exp.Table`` whose catalog part names its kind
+(``@delta``, ``@base``, ``@view``, ``@scratch``, ``@returned``); the rest says
+which one. Such a table prints (and parses back) as ordinary SQL, e.g.
+``"@delta"."17"``, so a program survives a JSON round trip through sqlglot's
+own tree serialization.
+
+An i-diff instance (paper Section 5: effective diffs of one base table) has one
+row per changed key: ``kind`` (I, D or U) and ``pre__c`` / ``post__c`` for every
+column c of the table. This module is the one place that spells those names.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+DELTA, BASE, VIEW, SCRATCH, RETURNED = "@delta", "@base", "@view", "@scratch", "@returned"
+KINDS = (DELTA, BASE, VIEW, SCRATCH, RETURNED)
+
+KIND_COLUMN = "kind"
+INSERTED, DELETED, UPDATED = "I", "D", "U"
+KIND_CODE = {"+": INSERTED, "-": DELETED, "u": UPDATED}  # i-diff schema kinds (rules/idiff.py) -> codes
+PRE, POST = "pre", "post"
+
+
+def image_column(image: str, column: str) -> str:
+    """The instance column holding one image (PRE or POST) of a base-table column."""
+    return f"{image}__{column}"
+
+
+def pre(column: str) -> str:
+    return image_column(PRE, column)
+
+
+def post(column: str) -> str:
+    return image_column(POST, column)
+
+
+def _ident(name: str) -> exp.Identifier:
+    return exp.to_identifier(name, quoted=True)
+
+
+def _table(kind: str, name: str, schema: str | None = None, alias: str | None = None) -> exp.Table:
+    return exp.Table(this=_ident(name), db=_ident(schema) if schema is not None else None, catalog=_ident(kind),
+                     alias=exp.TableAlias(this=_ident(alias)) if alias else None)
+
+
+def delta(captured_id: int, alias: str | None = None, of: str | None = None) -> exp.Table:
+    """Δ[t]: the i-diff instance of one captured base table for this maintenance (`of`: the table's
+    name, for the printer only)."""
+    return _table(DELTA, str(int(captured_id)), of, alias)
+
+
+def base(schema: str, name: str, alias: str | None = None) -> exp.Table:
+    """A base table in the post-state (the maintenance snapshot)."""
+    return _table(BASE, name, schema, alias)
+
+
+def view(schema: str, name: str, alias: str | None = None) -> exp.Table:
+    """A maintained table: the view itself, or one of its caches."""
+    return _table(VIEW, name, schema, alias)
+
+
+def scratch(name: str, alias: str | None = None) -> exp.Table:
+    """A relation that lives only during one maintenance (affected groups, signed changes)."""
+    return _table(SCRATCH, name, alias=alias)
+
+
+def returned(alias: str | None = None) -> exp.Table:
+    """The rows a step's write just changed (its recorded image), read by the step's Record."""
+    return _table(RETURNED, "changed", alias=alias)
+
+
+@dataclass(frozen=True)
+class Relation:
+    """Which relation an abstract table stands for."""
+
+    kind: str
+    name: str
+    schema: str | None = None
+
+    def label(self) -> str:
+        """How the printer shows it: Δ[public.parts], public.parts, view public.v, scratch x."""
+        full = f"{self.schema}.{self.name}" if self.schema else self.name
+        return {DELTA: f"Δ[{self.schema or self.name}]", BASE: full, VIEW: full, SCRATCH: f"scratch {self.name}",
+                RETURNED: "changed"}[self.kind]
+
+
+def relation_of(node: exp.Expression) -> Relation | None:
+    """The abstract relation a table node stands for, or None for any other node."""
+    if not isinstance(node, exp.Table) or node.catalog not in KINDS:
+        return None
+    return Relation(node.catalog, node.name, node.db or None)
+
+
+def bind_relations(tree: exp.Expression, bind) -> exp.Expression:
+    """A copy of tree where every abstract relation is replaced by bind(relation) (an exp.Table or any
+    from-item), keeping its alias."""
+    def fn(node: exp.Expression) -> exp.Expression:
+        rel = relation_of(node)
+        if rel is None:
+            return node
+        bound = bind(rel).copy()
+        if node.alias:
+            bound.set("alias", node.args["alias"].copy())
+        return bound
+
+    return tree.copy().transform(fn)
+
+
+def relations_in(tree: exp.Expression) -> list[Relation]:
+    return [r for r in (relation_of(t) for t in tree.find_all(exp.Table)) if r is not None]

@@ -1,0 +1,102 @@
+"""The Δ-program IR: what every strategy emits and every engine renders (idivm's counterpart of
+DBToaster's M3 trigger programs; ../shared/papers/dbtoaster-vldbj14.md Section 4).
+
+A program is an ordered list of steps. Each step says what it does to which target, from which
+source, keyed by what, and which base table's i-diff drives it (when that i-diff is empty the step
+changes nothing and the engine skips it). Sources, conditions and values are sqlglot trees whose
+relations are abstract (program/relations.py) until an engine binds them, so nothing here is
+PostgreSQL text: the PostgreSQL engine renders a DeleteMatching as ``DELETE ... USING``, another
+engine as an anti-join.
+
+Steps run in phases (PHASES): deletes, then updates, then inserts, then a grouped view's
+recomputation. Every step reads post-state base tables and effective i-diffs, so within a phase
+order does not matter; deleting first means an insert never collides with a row that a later
+delete removes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+PHASES = {-1: "setup", 0: "delete", 1: "update", 2: "insert", 3: "aggregate", 4: "aggregate: insert"}
+VIEW_ROLE, CACHE_ROLE = "view", "cache"
+
+
+@dataclass(kw_only=True)
+class Record:
+    """Record the rows a write step changed into a scratch relation: `returning` are the values
+    taken from each changed target row (over the target's alias; for an update, its new image),
+    `body` the query over relations.returned() whose rows are inserted into `into`."""
+
+    into: str
+    returning: list[exp.Expression]
+    body: exp.Query
+
+
+@dataclass(kw_only=True)
+class Step:
+    phase: int
+    purpose: str
+    driven_by: int | None = None  # captured table whose i-diff drives the step
+    role: str = VIEW_ROLE  # what it maintains: the view, or an intermediate cache of it
+
+
+@dataclass(kw_only=True)
+class CreateScratch(Step):
+    """A scratch relation with the columns of `source` and no rows, dropped when the maintenance ends."""
+
+    name: str
+    source: exp.Query
+
+
+@dataclass(kw_only=True)
+class DeleteMatching(Step):
+    """Delete the rows of `target` (aliased) for which some combination of rows of `using` satisfies
+    `condition` (e.g. delete by IDs: the view's ID columns equal an i-diff row's pre-image)."""
+
+    target: exp.Table
+    using: list[exp.Expression]
+    condition: exp.Expression
+    record: Record | None = None
+
+
+@dataclass(kw_only=True)
+class UpdateMatching(Step):
+    """Set `assignments` (column -> value over target and using) on the rows of `target` matched by
+    `condition` with rows of `using` (update by IDs)."""
+
+    target: exp.Table
+    assignments: list[tuple[str, exp.Expression]]
+    using: list[exp.Expression]
+    condition: exp.Expression
+    record: Record | None = None
+
+
+@dataclass(kw_only=True)
+class InsertRows(Step):
+    """Insert the rows of `source` into `columns` of `target`. With `unique_on`, a row whose values
+    there equal an existing row's (within the rows satisfying `unique_where`, a partial unique
+    index) is skipped: the view already holds it."""
+
+    target: exp.Table
+    columns: list[str]
+    source: exp.Query
+    unique_on: list[str] | None = None
+    unique_where: exp.Expression | None = None
+    record: Record | None = None
+
+
+WRITES = (DeleteMatching, UpdateMatching, InsertRows)
+
+
+@dataclass
+class Program:
+    """One view's Δ-program, with the derivations (rule trails) that explain prints."""
+
+    strategy: str
+    steps: list[Step] = field(default_factory=list)
+    derivations: list[str] = field(default_factory=list)
+
+    def ordered(self) -> list[Step]:
+        return sorted(self.steps, key=lambda s: s.phase)

@@ -1,0 +1,85 @@
+"""Small builders for the sqlglot trees that program steps carry (quoted identifiers, parenthesized
+conjunctions), so that the compiler never writes SQL text."""
+from __future__ import annotations
+
+from sqlglot import exp
+
+
+def ident(name: str) -> exp.Identifier:
+    return exp.to_identifier(name, quoted=True)
+
+
+def col(table: str | None, name: str) -> exp.Column:
+    return exp.Column(this=ident(name), table=ident(table) if table else None)
+
+
+def alias(e: exp.Expression, name: str) -> exp.Alias:
+    return exp.Alias(this=e, alias=ident(name))
+
+
+def num(n: int) -> exp.Literal:
+    return exp.Literal.number(n) if n >= 0 else exp.Neg(this=exp.Literal.number(-n))
+
+
+def string(s: str) -> exp.Literal:
+    return exp.Literal.string(s)
+
+
+def eq(a: exp.Expression, b: exp.Expression) -> exp.EQ:
+    return exp.EQ(this=a, expression=b)
+
+
+def paren(e: exp.Expression) -> exp.Paren:
+    return e if isinstance(e, exp.Paren) else exp.Paren(this=e)
+
+
+def all_of(parts: list[exp.Expression]) -> exp.Expression:
+    """Conjunction, each part parenthesized so no operator precedence can leak; TRUE when empty."""
+    if not parts:
+        return exp.true()
+    out: exp.Expression = paren(parts[0])
+    for p in parts[1:]:
+        out = exp.And(this=out, expression=paren(p))
+    return out
+
+
+def any_of(parts: list[exp.Expression]) -> exp.Expression:
+    out: exp.Expression = paren(parts[0])
+    for p in parts[1:]:
+        out = exp.Or(this=out, expression=paren(p))
+    return out
+
+
+def distinct_from(a: exp.Expression, b: exp.Expression) -> exp.Expression:
+    """a IS DISTINCT FROM b."""
+    return exp.NullSafeNEQ(this=a, expression=b)
+
+
+def exists(query: exp.Query) -> exp.Exists:
+    return exp.Exists(this=query)
+
+
+def select(outputs: list[exp.Expression], froms: list[exp.Expression], where: list[exp.Expression] | None = None,
+           distinct: bool = False) -> exp.Select:
+    """SELECT outputs FROM froms (comma-joined) WHERE all_of(where)."""
+    q = exp.Select(expressions=outputs)
+    if froms:
+        q.set("from_" if "from_" in exp.Select.arg_types else "from", exp.From(this=froms[0]))
+        if len(froms) > 1:
+            q.set("joins", [exp.Join(this=f) for f in froms[1:]])
+    if where is not None:
+        q.set("where", exp.Where(this=all_of(where)))
+    if distinct:
+        q.set("distinct", exp.Distinct())
+    return q
+
+
+def subquery(q: exp.Query, name: str) -> exp.Subquery:
+    return exp.Subquery(this=q, alias=exp.TableAlias(this=ident(name)))
+
+
+def union_all(queries: list[exp.Query]) -> exp.Query:
+    out = queries[0]
+    for q in queries[1:]:
+        out = exp.Union(this=out, expression=q, distinct=False)
+    return out
