@@ -16,21 +16,21 @@ from .capture.partitions import install_sync_function
 from .capture.triggers import reinstall_functions
 from .catalog.migrate import HEAD, catalog_installed, catalog_revision, upgrade_catalog
 from .algebra.plan import BRANCH_COLUMN, Aggregate, Union, base_tables, format_plan
-from .compile.aggregate import cache_name
-from .compile.targets import build_program, diff_schemas_of, make_target
+from .strategies.aggregate_target import cache_name
+from .strategies.targets import STRATEGIES, build_program, diff_schemas_of, make_target
 from .engines.postgres.materialize import create_tables
+from .engines.postgres.schema import PostgresSchema
 from .engines.postgres.render import format_rendered, render, sql as pg_sql
 from .program.printer import format_program
 from .program.steps import PHASES
 from .program.serialize import from_json, to_json
-from .compile.strategies import STRATEGIES
 from .dsn import resolve_dsn, sqlalchemy_url
 from .errors import DatabaseUnavailable, IdivmError, UnknownObject, first_line
 from .frontend.build_plan import compile_view_sql, ignored_clauses, parse_one
 from .maintain import immediate
 from .maintain.executor import LOCK_CLASS, MaintenanceReport, Stale, maintain_view, run_maintenance
 from .operate.dependencies import dependency_order, dependents, edges
-from .operate.policy import DEFAULT, Policy, policy_of
+from .operate.policy import DEFAULT, Policy, notify_threshold, policy_of
 from .operate.status import ViewStatus, view_statuses
 from .names import display_name, parse_name
 from .sqltext import column_types, ident, qualified, run, string_literal
@@ -87,7 +87,7 @@ class Engine:
             if before != HEAD:
                 install_sync_function(conn)  # server-side helpers as this idivm writes them
             if before is not None and before != HEAD:
-                reinstall_functions(conn)  # capture functions as this idivm writes them
+                reinstall_functions(conn, notify_threshold)  # capture functions as this idivm writes them
                 _sync_immediate(conn)  # immediate triggers likewise
                 self._compile_missing_programs(conn)
             if before != HEAD or not event_triggers_installed(conn):
@@ -142,7 +142,7 @@ class Engine:
         self.init()
         schema, view = parse_name(name)
         with self.sa.connect() as conn:
-            compiled = compile_view_sql(conn, sql)  # refuse early, before taking any lock
+            compiled = compile_view_sql(PostgresSchema(conn), sql)  # refuse early, before taking any lock
             if schema is None:
                 schema = conn.execute(sa.text("SELECT current_schema()")).scalar()
             conn.rollback()
@@ -174,7 +174,7 @@ class Engine:
 
     def _register_locked(self, conn: Connection, schema: str, view: str, sql: str, strategy: str,
                          minimized: bool) -> None:
-        compiled = compile_view_sql(conn, sql)
+        compiled = compile_view_sql(PostgresSchema(conn), sql)
         shown = f"{schema}.{view}"
         if conn.execute(sa.text("SELECT to_regclass(:q) IS NOT NULL"), {"q": qualified(schema, view)}).scalar():
             taken = conn.execute(sa.text(
@@ -187,7 +187,7 @@ class Engine:
         captured = {}
         for t in base_tables(spj):
             if (t.schema, t.name) not in captured:
-                captured[(t.schema, t.name)] = ensure_capture(conn, t)
+                captured[(t.schema, t.name)] = ensure_capture(conn, t, notify_threshold)
         if isinstance(plan, Aggregate):
             ids = [["group", k, h] for k, h in zip(plan.keys, plan.id_names)]
         elif isinstance(plan, Union):
@@ -209,7 +209,7 @@ class Engine:
             conn.execute(sa.text("INSERT INTO idivm.view_inputs (view_id, captured_table_id, columns) "
                                  "VALUES (:v, :c, CAST(:cols AS json))"),
                          {"v": view_id, "c": cid, "cols": json.dumps([list(c) for c in infos[cid].columns])})
-        reinstall_functions(conn, sorted(set(captured.values())))  # notify thresholds now count this view
+        reinstall_functions(conn, notify_threshold, sorted(set(captured.values())))  # notify thresholds now count this view
         for pos, ds in enumerate(diff_schemas_of(plan)):
             conn.execute(sa.text(
                 "INSERT INTO idivm.diff_schemas VALUES (:v, :p, :a, :c, :k, CAST(:at AS json), :cond, :l)"
@@ -321,7 +321,7 @@ class Engine:
 
     def _compile_program(self, conn: Connection, row: sa.Row, minimized: bool = True):
         """The view's Δ-program compiled afresh from its stored definition."""
-        compiled = compile_view_sql(conn, row.definition)
+        compiled = compile_view_sql(PostgresSchema(conn), row.definition)
         captured = {(r.schema_name, r.table_name): r.id for r in conn.execute(sa.text(
             "SELECT c.id, c.schema_name, c.table_name FROM idivm.captured_tables c "
             "JOIN idivm.view_inputs i ON i.captured_table_id = c.id WHERE i.view_id = :v"), {"v": row.id})}
@@ -377,7 +377,7 @@ class Engine:
                     conn.execute(sa.text(f"UPDATE idivm.views SET {column} = :x WHERE id = :v"), {"x": value, "v": row.id})
             inputs = conn.execute(sa.text(
                 "SELECT captured_table_id FROM idivm.view_inputs WHERE view_id = :v"), {"v": row.id}).scalars().all()
-            reinstall_functions(conn, list(inputs))  # the NOTIFY threshold follows max_pending
+            reinstall_functions(conn, notify_threshold, list(inputs))  # the NOTIFY threshold follows max_pending
             return policy_of(conn.execute(sa.text("SELECT * FROM idivm.views WHERE id = :v"), {"v": row.id}).one())
 
     def set_mode(self, name: str, mode: str) -> None:
@@ -454,7 +454,7 @@ class Engine:
                 kept.append(cid)
             else:
                 drop_capture(conn, cid)
-        reinstall_functions(conn, kept)  # notify thresholds without this view's policy
+        reinstall_functions(conn, notify_threshold, kept)  # notify thresholds without this view's policy
 
     def refresh(self, name: str) -> list[str]:
         """Rebuild a view from its stored definition (after a schema change made it stale, or at will),
@@ -470,7 +470,7 @@ class Engine:
             tables: set[tuple[str, str]] = set()
             for r in chain:
                 try:
-                    compiled = compile_view_sql(conn, r.definition)
+                    compiled = compile_view_sql(PostgresSchema(conn), r.definition)
                 except IdivmError as e:
                     raise IdivmError(f'cannot refresh "{name}": the definition of {display_name(r.schema_name, r.view_name)} no '
                                      f"longer compiles: {e}") from None
@@ -489,7 +489,7 @@ class Engine:
                     "WHERE schema_name = :sc AND view_name = :n"),
                     {"e": r.policy_every, "p": r.policy_max_pending, "s": r.policy_max_staleness,
                      "sc": r.schema_name, "n": r.view_name})
-            reinstall_functions(conn)
+            reinstall_functions(conn, notify_threshold)
         return [display_name(r.schema_name, r.view_name) for r in chain]
 
 

@@ -5,13 +5,13 @@ import sqlglot
 from sqlglot import exp
 
 from idivm.algebra.tables import TableInfo
-from idivm.compile.figure8 import (
+from idivm.strategies.id.semijoin_rewrites import (
     key_join_to_diff,
     own_key_subquery_to_filter,
     semijoin_to_diff,
     semijoined_delete_is_empty,
 )
-from idivm.compile.minimize import RULES, dedupe_conditions, dedupe_joins, drop_true, minimize
+from idivm.strategies.id.minimize import RULES, dedupe_conditions, dedupe_joins, drop_true, minimize
 from idivm.rules.idiff import DiffSchema, IDiff, is_not_true, pre, show
 
 PARTS = TableInfo(schema="public", name="parts", columns=(("pid", "integer"), ("price", "numeric")), key=("pid",))

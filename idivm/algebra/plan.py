@@ -55,7 +55,7 @@ class SubqueryPredicate:
 
     Its conjunct stays in the plan as an opaque condition for the rules of the other
     operators; changes of R itself affect the outer rows that ``affected`` selects (see
-    compile/semijoin.py). ``alias`` is idivm's own alias for R inside the subquery."""
+    strategies/semijoin.py). ``alias`` is idivm's own alias for R inside the subquery."""
 
     alias: str
     table: TableInfo
@@ -183,7 +183,7 @@ class Aggregate:
         no HAVING, the cache columns they read, each with whether it is summed; else None.
 
         Such views can use the specialized rules of Tables 9, 11 and 12 (see
-        compile/aggregate_sum.py); HAVING needs the state of groups that are not in the view."""
+        strategies/aggregate_sum.py); HAVING needs the state of groups that are not in the view."""
         if self.having is not None or not isinstance(self.cache, Project) or self.no_cache:
             return None
         args: dict[str, bool] = {}

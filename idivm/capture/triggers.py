@@ -39,12 +39,17 @@ objects on their search_path cannot redirect it.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from ..engines.postgres.reflect import columns_json, table_info
 from ..algebra.tables import TableInfo
 from ..sqltext import ident, qualified, run, string_literal
 from .partitions import TRIGGER_DDL, sync_partitions
+
+Threshold = Callable[[Connection, int], int]
 
 TRIGGERS = tuple(TRIGGER_DDL)
 
@@ -90,8 +95,10 @@ END
 """
 
 
-def ensure_capture(conn: Connection, info: TableInfo) -> int:
-    """Install (once per table) the log and triggers; return the captured table's id."""
+def ensure_capture(conn: Connection, info: TableInfo, threshold: Threshold) -> int:
+    """Install (once per table) the log and triggers; return the captured table's id. threshold(conn,
+    captured id): the pending-change count at which the capture function notifies the scheduler
+    (operate/policy.py decides it)."""
     existing = conn.execute(
         sa.text("SELECT id FROM idivm.captured_tables WHERE schema_name = :s AND table_name = :t"),
         {"s": info.schema, "t": info.name},
@@ -114,7 +121,7 @@ def ensure_capture(conn: Connection, info: TableInfo) -> int:
         sa.text("UPDATE idivm.captured_tables SET log_table = :l, capture_function = :f WHERE id = :id"),
         {"l": log, "f": fn, "id": cid},
     )
-    install_function(conn, cid, info)
+    install_function(conn, cid, info, threshold)
     t = info.qualified
     for name, (when, referencing) in TRIGGER_DDL.items():
         run(conn, f"CREATE TRIGGER {name} {when} ON {t} {referencing} FOR EACH STATEMENT EXECUTE FUNCTION {fn}()")
@@ -133,37 +140,31 @@ def enable_always(conn: Connection, table: str, triggers=TRIGGERS) -> None:
 
 def captured_columns() -> str:
     """columns_json of the base table of `idivm.captured_tables AS c`, as it is now (NULL if gone)."""
-    from ..frontend.reflect import columns_json
-
     return columns_json("to_regclass(quote_ident(c.schema_name) || '.' || quote_ident(c.table_name))")
 
 
-def install_function(conn: Connection, captured_id: int, info: TableInfo) -> None:
+def install_function(conn: Connection, captured_id: int, info: TableInfo, threshold: Threshold) -> None:
     """(Re)write the capture function of a captured table: its body follows this idivm's code and its
     notify threshold the current policies (CREATE OR REPLACE: the triggers keep pointing at it)."""
-    from ..operate.policy import notify_threshold
-
     row = conn.execute(sa.text("SELECT log_table, capture_function FROM idivm.captured_tables WHERE id = :id"),
                        {"id": captured_id}).one()
     sequence = conn.execute(sa.text("SELECT pg_get_serial_sequence(:l, 'seq')"), {"l": row.log_table}).scalar_one()
-    body = _function_body(info, captured_id, row.log_table, sequence, notify_threshold(conn, captured_id))
+    body = _function_body(info, captured_id, row.log_table, sequence, threshold(conn, captured_id))
     run(conn,
         f"CREATE OR REPLACE FUNCTION {row.capture_function}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER "
         f"SET search_path = pg_catalog, pg_temp AS {string_literal(body)}"
     )
 
 
-def reinstall_functions(conn: Connection, captured_ids: list[int] | None = None) -> None:
+def reinstall_functions(conn: Connection, threshold: Threshold, captured_ids: list[int] | None = None) -> None:
     """install_function for the given captured tables (all if None) whose base table still exists."""
-    from ..frontend.reflect import table_info
-
     rows = conn.execute(sa.text(
         f"SELECT c.id, c.schema_name, c.table_name, {captured_columns()} AS columns FROM idivm.captured_tables c "
         "ORDER BY c.id"
     )).all()
     for r in rows:
         if (captured_ids is None or r.id in captured_ids) and r.columns:
-            install_function(conn, r.id, table_info(r.schema_name, r.table_name, r.columns))
+            install_function(conn, r.id, table_info(r.schema_name, r.table_name, r.columns), threshold)
 
 
 def drop_capture(conn: Connection, captured_id: int) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import sqlglot
-from sqlalchemy.engine import Connection
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError
 from sqlglot.optimizer.merge_subqueries import merge_subqueries
@@ -28,7 +27,8 @@ from .checks import check_comparable, check_constructs, check_deterministic, che
 from .ctes import inline_ctes
 from .semijoins import extract_subqueries
 from .setops import reduce_set_difference
-from .reflect import TableInfo, reflect_table
+from .schema import SchemaProvider
+from ..algebra.tables import TableInfo
 
 
 # Without a cache, the pre-state groups are found by joining every table's pre-state, one join per
@@ -79,7 +79,7 @@ def _conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
     return [c.unnest() for c in e.flatten()] if isinstance(e, exp.And) else [e.unnest()]
 
 
-def compile_view_sql(conn: Connection, sql: str) -> CompiledView:
+def compile_view_sql(schema: SchemaProvider, sql: str) -> CompiledView:
     parsed = parse_one(sql)
     check_constructs(parsed)
     parsed, _ = drop_ignored_order(parsed)
@@ -87,13 +87,13 @@ def compile_view_sql(conn: Connection, sql: str) -> CompiledView:
     tree = fold_aggregate_subquery(reduce_set_difference(tree))
     union = union_branches(tree)
     if union is None:
-        plan, aliases = _compile_select(conn, check_statement(tree), first=True)
+        plan, aliases = _compile_select(schema, check_statement(tree), first=True)
         return CompiledView(sql=sql, plan=plan, tables=aliases)
     selects, distinct = union
     branches: list[Project] = []
     aliases: dict[str, TableInfo] = {}
     for k, branch in enumerate(selects, 1):
-        plan, more = _compile_select(conn, check_statement(branch), first=k == 1)
+        plan, more = _compile_select(schema, check_statement(branch), first=k == 1)
         aliases.update(more)
         if not isinstance(plan, Project):
             raise refuse("GROUP BY, aggregates or DISTINCT inside a UNION branch")
@@ -142,13 +142,13 @@ def _merge_joined_subqueries(tree: exp.Select) -> exp.Select:
     return tree
 
 
-def _compile_select(conn: Connection, select: exp.Select, first: bool) -> tuple[Project | Aggregate, dict]:
+def _compile_select(provider: SchemaProvider, select: exp.Select, first: bool) -> tuple[Project | Aggregate, dict]:
     """One SELECT (a whole view, or a UNION branch) -> its plan and scan aliases."""
     if first:
         _require_names(select)
     infos: dict[tuple[str, str], TableInfo] = {}
     for table in select.find_all(exp.Table):
-        info = reflect_table(conn, table.db or None, table.name, only=bool(table.args.get("only")))
+        info = provider.table(table.db or None, table.name, only=bool(table.args.get("only")))
         infos[(info.schema, info.name)] = info
         table.set("db", exp.to_identifier(info.schema, quoted=True))
         table.set("this", exp.to_identifier(info.name, quoted=True))
@@ -166,8 +166,8 @@ def _compile_select(conn: Connection, select: exp.Select, first: bool) -> tuple[
     tree = _merge_joined_subqueries(merge_subqueries(tree))
     if any(isinstance(sq.parent, (exp.From, exp.Join)) for sq in tree.find_all(exp.Subquery)):
         raise refuse("this subquery in FROM (it could not be merged into the outer query)")
-    check_deterministic(conn, tree)
-    check_comparable(conn, tree, infos)
+    check_deterministic(provider, tree)
+    check_comparable(provider, tree, infos)
 
     aliases: dict[str, TableInfo] = {}
 

@@ -5,15 +5,9 @@ view leaves the database untouched.
 """
 from __future__ import annotations
 
-import re
-
-import psycopg
-import sqlalchemy as sa
-from sqlalchemy.engine import Connection
 from sqlglot import exp
 
 from ..errors import UnsupportedQuery
-from ..sqltext import run
 
 SUPPORTED = (
     "see docs/sql-support.md for what is (inner joins, WHERE, [NOT] EXISTS / [NOT] IN over one table, "
@@ -165,11 +159,11 @@ def check_statement(tree: exp.Expression) -> exp.Select:
     return tree
 
 
-def check_comparable(conn: Connection, tree: exp.Expression, infos: dict) -> None:
+def check_comparable(schema, tree: exp.Expression, infos: dict) -> None:
     """Refuse columns the view reads whose type has no equality (json, point, xml, json[], ...):
     maintenance compares a column's old and new values and matches rows by value, which PostgreSQL
     cannot do for them. The column is named, with what works. Columns the view does not read may
-    have any type (capture compares whole rows as jsonb)."""
+    have any type (capture compares whole rows as jsonb). schema: a frontend/schema.SchemaProvider."""
     by_alias = {t.alias_or_name: infos[(t.db, t.name)] for t in tree.find_all(exp.Table) if (t.db, t.name) in infos}
     used: dict[str, list[str]] = {}
     for c in tree.find_all(exp.Column):
@@ -180,57 +174,27 @@ def check_comparable(conn: Connection, tree: exp.Expression, infos: dict) -> Non
         if typ is not None:
             used.setdefault(typ, []).append(f"{info.schema}.{info.name}.{c.name}")
     for typ, columns in sorted(used.items()):
-        with conn.begin_nested() as savepoint:
-            try:  # what maintenance needs of a type: = (IS DISTINCT FROM) and grouping
-                run(conn, f"SELECT x FROM (SELECT CAST(NULL AS {typ}) AS x) AS s WHERE x IS NOT DISTINCT FROM x GROUP BY x")
-            except psycopg.Error:
-                savepoint.rollback()
-                instead = typ.replace("json", "jsonb", 1) if typ.startswith("json") and not typ.startswith("jsonb") \
-                    else "text"
-                raise UnsupportedQuery(
-                    f"column {sorted(set(columns))[0]} has type {typ}, which has no equality operator, so "
-                    "maintenance could not tell its changes (even under a cast: it compares the column itself); "
-                    f"change the column's type to {instead}, or read a generated column "
-                    f"(GENERATED ALWAYS AS (CAST(... AS {instead})) STORED) instead") from None
-            savepoint.rollback()
+        if not schema.has_equality(typ):
+            instead = typ.replace("json", "jsonb", 1) if typ.startswith("json") and not typ.startswith("jsonb") \
+                else "text"
+            raise UnsupportedQuery(
+                f"column {sorted(set(columns))[0]} has type {typ}, which has no equality operator, so "
+                "maintenance could not tell its changes (even under a cast: it compares the column itself); "
+                f"change the column's type to {instead}, or read a generated column "
+                f"(GENERATED ALWAYS AS (CAST(... AS {instead})) STORED) instead")
 
 
-_CALLS = re.compile(r":(funcid|opfuncid|opno|aggfnoid) (\d+)")
-
-
-def check_deterministic(conn: Connection, tree: exp.Expression) -> None:
+def check_deterministic(schema, tree: exp.Expression) -> None:
     """Refuse volatile and stable functions: their value can change without any table changing.
 
-    Judged by the overload PostgreSQL resolves for the argument types, not by name: extract(year
+    Judged by the overload the database resolves for the argument types, not by name: extract(year
     FROM date_col) calls an immutable date_part, date_part('year', timestamptz_col) a stable one
-    (it depends on the session's TimeZone). PostgreSQL resolves them: the query becomes a
-    temporary view inside a savepoint that is rolled back, and the functions, operators and
-    aggregates its stored query tree calls (pg_rewrite.ev_action) are looked up in pg_proc."""
-    probe = "pg_temp.idivm_volatility_probe"
-    with conn.begin_nested() as savepoint:
-        try:
-            run(conn, f"CREATE TEMP VIEW {probe} AS SELECT 1 AS x FROM ({tree.sql('postgres')}) AS q")
-        except psycopg.Error as e:
-            savepoint.rollback()
-            first = str(e).splitlines()[0]
-            raise UnsupportedQuery(f"PostgreSQL rejected the view's query: {first}") from None
-        action = conn.execute(sa.text("SELECT CAST(ev_action AS text) FROM pg_rewrite "
-                                      "WHERE ev_class = CAST(:probe AS regclass)"), {"probe": probe}).scalar()
-        savepoint.rollback()
-    calls = _CALLS.findall(action or "")
-    functions = {int(n) for kind, n in calls if kind != "opno"}
-    operators = {int(n) for kind, n in calls if kind == "opno"}
-    if not functions and not operators:
-        return
-    bad = conn.execute(sa.text(
-        "SELECT DISTINCT CAST(CAST(p.oid AS regprocedure) AS text) AS fn, p.provolatile AS v FROM pg_proc p "
-        "WHERE p.provolatile <> 'i' AND (p.oid = ANY(:f) OR p.oid IN "
-        "(SELECT o.oprcode FROM pg_operator o WHERE o.oid = ANY(:o))) ORDER BY 1"
-    ), {"f": sorted(functions), "o": sorted(operators)}).all()
+    (it depends on the session's TimeZone). schema: a frontend/schema.SchemaProvider."""
+    bad = schema.non_immutable_calls(tree)
     if bad:
-        names = ", ".join(f"{r.fn}" for r in bad)
+        names = ", ".join(fn for fn, _ in bad)
         why = ("volatile in PostgreSQL (its result can change from one call to the next)"
-               if any(r.v == "v" for r in bad) else
+               if any(v == "v" for _, v in bad) else
                "stable in PostgreSQL for these argument types (its result depends on session settings such as "
                "TimeZone or DateStyle, or on the database's state)")
         raise UnsupportedQuery(f"function {names} is {why}, so a maintained view could not stay equal to its "

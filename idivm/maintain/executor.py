@@ -23,9 +23,9 @@ import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from ..errors import IdivmError
+from ..errors import IdivmError, first_line
 from ..capture.triggers import captured_columns
-from ..frontend.reflect import table_info
+from ..engines.postgres.reflect import table_info
 from ..names import display_name
 from ..sqltext import run
 from .instances import build_instance, forget_instances
@@ -113,8 +113,6 @@ def maintain_view(engine: Engine, view_id: int, name: str,
 def _record_failure(conn: Connection, view_id: int, error: BaseException) -> None:
     """Count a failed attempt in the catalog (autocommit), best effort: if the connection is gone too,
     there is nothing to record it with, and the scheduler's reconnect loop takes over."""
-    from ..errors import first_line
-
     if not isinstance(error, Exception) or isinstance(error, Stale):
         return  # the process is stopping, or the view waits for a refresh: no failed attempt
     try:

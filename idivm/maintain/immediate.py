@@ -49,9 +49,10 @@ from ..capture.fold import fold_select
 from ..capture.triggers import enable_always
 from ..engines.postgres.render import delta_table
 from ..program import relations as R
-from ..frontend.reflect import table_info
+from ..engines.postgres.reflect import table_info
 from ..names import display_name
 from ..sqltext import ident, qualified, run, string_literal
+from .executor import view_inputs
 
 OPEN = "idivm.open_statements"  # transaction-local count of captured statements not yet left
 APPLY = qualified("idivm", "immediate_apply")
@@ -185,8 +186,6 @@ def sync(conn: Connection, readers_first: list[int]) -> None:
     the apply function and each table's triggers are shared by the views over that table).
     readers_first: view ids, every view before the views it reads (see the module docstring); the
     caller computes it (operate/dependencies.py sits above this layer)."""
-    from .executor import view_inputs
-
     for (name,) in conn.execute(sa.text(
         "SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
         "WHERE n.nspname = 'idivm' AND p.proname LIKE 'immediate\\_%'"

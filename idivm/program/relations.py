@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from .trees import ident
+
 DELTA, BASE, VIEW, SCRATCH, RETURNED = "@delta", "@base", "@view", "@scratch", "@returned"
 KINDS = (DELTA, BASE, VIEW, SCRATCH, RETURNED)
 
@@ -41,13 +43,9 @@ def post(column: str) -> str:
     return image_column(POST, column)
 
 
-def _ident(name: str) -> exp.Identifier:
-    return exp.to_identifier(name, quoted=True)
-
-
 def _table(kind: str, name: str, schema: str | None = None, alias: str | None = None) -> exp.Table:
-    return exp.Table(this=_ident(name), db=_ident(schema) if schema is not None else None, catalog=_ident(kind),
-                     alias=exp.TableAlias(this=_ident(alias)) if alias else None)
+    return exp.Table(this=ident(name), db=ident(schema) if schema is not None else None, catalog=ident(kind),
+                     alias=exp.TableAlias(this=ident(alias)) if alias else None)
 
 
 def delta(captured_id: int, alias: str | None = None, of: str | None = None) -> exp.Table:

@@ -7,7 +7,7 @@ and an update), which is what makes the rule DAG of Figure 6.
 """
 from dataclasses import replace
 
-from ..algebra.plan import Join, Node, Project, Scan, Select, parent_chain, scans
+from ..algebra.plan import Join, Node, Project, Scan, Select, parent_chain, scans, walk
 from . import join, project, scan, select
 from .idiff import IDiff
 
@@ -35,6 +35,4 @@ def instantiate(root: Node, s: Scan, schema) -> list[IDiff]:
 
 
 def _contains(node: Node, target: Node) -> bool:
-    from ..algebra.plan import walk
-
     return any(n is target for n in walk(node))

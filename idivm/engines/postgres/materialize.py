@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 from ...algebra.plan import BRANCH_COLUMN, scans
-from ...compile.aggregate import AggregateTarget, group_select
-from ...compile.render import Target, full_query
-from ...compile.union import UnionTarget
+from ...strategies.aggregate import group_select
+from ...strategies.aggregate_target import AggregateTarget
+from ...strategies.spj import Target, full_query
+from ...strategies.union import UnionTarget
 from ...sqltext import ident, qualified, run
 from .render import sql
 

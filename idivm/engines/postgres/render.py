@@ -12,7 +12,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...program import relations as R
-from ...program.steps import CreateScratch, DeleteMatching, InsertRows, Program, Record, Step, UpdateMatching
+from ...program.steps import PHASES, CreateScratch, DeleteMatching, InsertRows, Program, Record, Step, UpdateMatching
 from ...sqltext import DIALECT, ident, qualified, table_expr
 
 CHANGED = "changed"  # the CTE holding a recorded write's RETURNING rows
@@ -91,8 +91,6 @@ def render(program: Program) -> list[tuple[Step, str]]:
 
 def format_rendered(program: Program) -> str:
     """The rendered script as explain prints it."""
-    from ...program.steps import PHASES
-
     lines = []
     for i, (st, text) in enumerate(render(program), 1):
         lines.append(f"-- [{i}] {PHASES[st.phase]}: {st.purpose}")

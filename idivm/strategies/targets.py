@@ -8,12 +8,15 @@
 from __future__ import annotations
 
 from ..algebra.plan import Aggregate, Project, Union
+from ..errors import IdivmError
 from ..program.steps import Program
-from .aggregate import AggregateTarget, aggregate_program, cache_name
-from .aggregate_sum import choose_rule
+from .aggregate import general_program
+from .aggregate_sum import choose_rule, sum_program
+from .aggregate_target import AggregateTarget, cache_name
 from .diff_schemas import base_diff_schemas
-from .render import Target
-from .strategies import compile_program
+from .id import id_program
+from .spj import Target
+from .tuple import tuple_program
 from .union import UnionTarget, union_program
 
 
@@ -31,11 +34,23 @@ def make_target(schema: str, name: str, plan, captured: dict, view_id: int, colu
     return Target(schema=schema, name=name, plan=plan, captured=captured)
 
 
+STRATEGIES = ("id", "tuple")
+
+
+def compile_program(target: Target, strategy: str, minimized: bool = True) -> Program:
+    """An SPJ target's program under a strategy (grouped views and unions build on it)."""
+    if strategy == "id":
+        return id_program(target, minimized)
+    if strategy == "tuple":
+        return tuple_program(target)
+    raise IdivmError(f"unknown strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
+
+
 def build_program(target, strategy: str, minimized: bool = True) -> Program:
     if isinstance(target, AggregateTarget):
-        if target.agg.no_cache:  # footnote 6: no cache to maintain
-            return aggregate_program(target, Program(strategy=strategy))
-        return aggregate_program(target, build_program(target.cache, strategy, minimized))
+        # footnote 6: without a cache there is no cache program
+        cache = Program(strategy=strategy) if target.agg.no_cache else build_program(target.cache, strategy, minimized)
+        return (sum_program if target.sum_args is not None else general_program)(target, cache)
     if isinstance(target, UnionTarget):
         return union_program(target, lambda b: compile_program(b, strategy, minimized))
     return compile_program(target, strategy, minimized)

@@ -19,7 +19,8 @@ from ..algebra.plan import BRANCH_COLUMN, SubqueryPredicate, conjuncts_below, ha
 from ..program import relations as R
 from ..program.steps import DeleteMatching, Step
 from ..program.trees import all_of, any_of, col, eq, exists, num, select
-from .render import DIFF_ALIAS, VIEW_ALIAS, Target, base_mapping, bind_with, binder, insert_rows, kind_is_not
+from .idiff_steps import insert_rows, kind_is_not
+from .spj import DIFF_ALIAS, VIEW_ALIAS, Target, base_mapping, bind_with, binder
 
 
 def _changed(target: Target, sq: SubqueryPredicate) -> exp.Expression:

@@ -10,27 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlglot import exp
-
 from ..algebra.plan import Union, scans
-from ..program import relations as R
 from ..program.steps import Program
-from .render import VIEW_ALIAS, Target
+from .spj import MaintainedTable, Target
 
 
 @dataclass
-class UnionTarget:
+class UnionTarget(MaintainedTable):
     schema: str
     name: str
     union: Union
     captured: dict[tuple[str, str], int]
-
-    def ref(self, alias: str | None = VIEW_ALIAS) -> exp.Table:
-        return R.view(self.schema, self.name, alias)
-
-    @property
-    def label(self) -> str:
-        return f"{self.schema}.{self.name}"
 
     @property
     def branches(self) -> list[Target]:

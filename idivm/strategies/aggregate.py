@@ -13,93 +13,14 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 from sqlglot import exp
 
-from ..algebra.plan import AGG_MARK, Aggregate
 from ..program import relations as R
 from ..program.steps import CreateScratch, DeleteMatching, InsertRows, Program, Record
 from ..program.trees import alias, all_of, any_of, col, eq, exists, num, select, subquery, union_all
-from .render import VIEW_ALIAS, Target, full_query
-
-if TYPE_CHECKING:
-    from .union import UnionTarget
-
-CACHE_ALIAS = "c"
-
-
-@dataclass
-class AggregateTarget:
-    schema: str
-    name: str
-    view_id: int
-    agg: Aggregate
-    cache: "Target | UnionTarget"  # the intermediate cache: an SPJ view or a UNION ALL
-    # set when the specialized SUM/COUNT/AVG rules apply (aggregate_sum.choose_rule): the
-    # aggregated cache columns, each with whether it is summed
-    sum_args: dict[str, bool] | None = None
-
-    def ref(self, alias: str | None = VIEW_ALIAS) -> exp.Table:
-        return R.view(self.schema, self.name, alias)
-
-    @property
-    def label(self) -> str:
-        return f"{self.schema}.{self.name}"
-
-    @property
-    def affected(self) -> str:
-        """Scratch relation: the groups this maintenance touches."""
-        return f"idivm_affected_{self.view_id}"
-
-    @property
-    def group_deltas(self) -> str:
-        """Scratch relation: per-group sums of the signed changes (specialized rules)."""
-        return f"idivm_group_deltas_{self.view_id}"
-
-    @property
-    def columns(self) -> list[str]:
-        return [n for n, _ in self.agg.outputs] + self.agg.id_names + [n for n, _ in self.state_columns]
-
-    @property
-    def state_columns(self) -> list[tuple[str, exp.Expression]]:
-        """Hidden operator-cache columns of the view (specialized rules only)."""
-        from .aggregate_sum import state_columns
-
-        return state_columns(self.sum_args) if self.sum_args is not None else []
-
-
-def cache_name(view_id: int) -> str:
-    return f"cache_{view_id}"
-
-
-def bind_cache(e: exp.Expression) -> exp.Expression:
-    def fn(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Column) and node.table == AGG_MARK:
-            return col(CACHE_ALIAS, node.name)
-        return node
-
-    return e.copy().transform(fn)
-
-
-def same_key(a: exp.Expression, b: exp.Expression, nullable: bool = True) -> exp.Expression:
-    """Equality of two group-key values. A key that can be NULL needs the null-safe form, written so
-    that PostgreSQL can still use an index on either side (a BitmapOr of `= b` and `IS NULL`; IS NOT
-    DISTINCT FROM cannot), but that costs an index probe per group and cannot be hashed; a key that
-    cannot (Aggregate.never_null_keys) gets plain equality."""
-    if not nullable:
-        return eq(a, b)
-    both_null = exp.And(this=exp.Is(this=a.copy(), expression=exp.null()), expression=exp.Is(this=b.copy(), expression=exp.null()))
-    return exp.Paren(this=exp.Or(this=eq(a, b), expression=exp.Paren(this=both_null)))
-
-
-def match_keys(t: "AggregateTarget", left: str, right: str, left_names: list[str] | None = None) -> exp.Expression:
-    """`left` and `right` rows have the same group (left's key columns named left_names, else as the
-    keys); TRUE for a global aggregate."""
-    never_null = t.agg.never_null_keys()
-    names = left_names or t.agg.keys
-    return all_of([same_key(col(left, n), col(right, k), k not in never_null) for n, k in zip(names, t.agg.keys)])
+from .aggregate_nocache import affected_group_steps
+from .aggregate_target import CACHE_ALIAS, AggregateTarget, bind_cache, match_keys
+from .spj import VIEW_ALIAS, full_query
 
 
 def input_source(t: AggregateTarget) -> exp.Expression:
@@ -154,16 +75,11 @@ def any_change(t: AggregateTarget) -> exp.Expression:
     return exists(select([exp.Literal.number(1)], [R.scratch(t.affected)]))
 
 
-def aggregate_program(t: AggregateTarget, cache_program: Program) -> Program:
-    if t.sum_args is not None:
-        from .aggregate_sum import sum_program
-
-        return sum_program(t, cache_program)
+def general_program(t: AggregateTarget, cache_program: Program) -> Program:
+    """Table 7's rule over the cache's program (empty without a cache: footnote 6)."""
     keys = t.agg.keys
     program = Program(strategy=cache_program.strategy)
     if t.agg.no_cache:
-        from .aggregate_nocache import affected_group_steps
-
         program.steps += affected_group_steps(t)
     else:
         setup = [col(None, k) for k in keys] or [alias(num(1), "any_change")]

@@ -14,7 +14,7 @@ groups are found from the base-table changes themselves:
 
 Updates that change no attribute the input reads are skipped. The view then
 deletes the affected groups and re-aggregates them from the base tables,
-restricted to those groups (compile/aggregate.py, group_select).
+restricted to those groups (strategies/aggregate.py, group_select).
 """
 from __future__ import annotations
 
@@ -24,8 +24,9 @@ from ..algebra.plan import conjuncts_below, refs, scans
 from ..program import relations as R
 from ..program.steps import CreateScratch, InsertRows, Step
 from ..program.trees import alias, any_of, col, select, subquery
-from .render import binder, changed_any, full_query, kind_is, kind_is_not
-from .strategies import pre_state_rows
+from .idiff_steps import changed_any, kind_is, kind_is_not
+from .pre_state import pre_state_rows
+from .spj import binder, full_query
 
 
 def _relevant(target, scan: str) -> exp.Expression:

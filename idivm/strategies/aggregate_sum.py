@@ -1,7 +1,7 @@
 """The specialized aggregation rules: SUM (Table 9), COUNT (Table 11) and AVG over SUM/COUNT
 operator caches (Table 12), with group creation and deletion, which the paper leaves out.
 
-The general rule (compile/aggregate.py) re-reads every affected group from the
+The general rule (strategies/aggregate.py) re-reads every affected group from the
 intermediate cache; these rules never do. The view row of each group carries its
 operator caches as hidden columns: ``__idivm_n`` (COUNT(*) of the group), and per
 aggregated cache column a: ``__idivm_s_a`` (its sum) and ``__idivm_c_a`` (COUNT(a)).
@@ -29,31 +29,12 @@ from sqlglot import exp
 from ..algebra.plan import AGG_MARK
 from ..program import relations as R
 from ..program.steps import CreateScratch, DeleteMatching, InsertRows, Program, Record, UpdateMatching
-from ..program.trees import alias, all_of, col, eq, exists, num, paren, select, union_all
-from .aggregate import CACHE_ALIAS, match_keys
-from .render import VIEW_ALIAS, full_query
+from ..program.trees import alias, all_of, col, eq, exists, num, paren, select, subquery, union_all
+from .aggregate_target import STATE_N, match_keys, state_columns, state_count, state_sum
+from .spj import VIEW_ALIAS, full_query
 
-STATE_N = "__idivm_n"
 EXACT_TYPE_OIDS = {20, 21, 23, 1700}  # int8, int2, int4, numeric
 SIGN = "__idivm_sign"
-
-
-def state_sum(col_: str) -> str:
-    return f"__idivm_s_{col_}"
-
-
-def state_count(col_: str) -> str:
-    return f"__idivm_c_{col_}"
-
-
-def state_columns(args: dict[str, bool]) -> list[tuple[str, exp.Expression]]:
-    """(view column, aggregate over the cache (aliased CACHE_ALIAS) that fills it) for every operator cache."""
-    out: list[tuple[str, exp.Expression]] = [(STATE_N, exp.Count(this=exp.Star()))]
-    for c, summed in args.items():
-        if summed:
-            out.append((state_sum(c), exp.Sum(this=col(CACHE_ALIAS, c))))
-        out.append((state_count(c), exp.Count(this=col(CACHE_ALIAS, c))))
-    return out
 
 
 def choose_rule(target, column_types) -> None:
@@ -64,8 +45,6 @@ def choose_rule(target, column_types) -> None:
         return
     summed = [c for c, s in args.items() if s]
     if summed:
-        from ..program.trees import subquery
-
         types = column_types(select([col(None, c) for c in summed], [subquery(full_query(target.cache), "q")]))
         if any(t not in EXACT_TYPE_OIDS for t in types):
             return

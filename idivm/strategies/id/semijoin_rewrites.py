@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..rules.idiff import PRE_MARK, IDiff, conj, is_not_true
+from ...rules.idiff import PRE_MARK, IDiff, conj, is_not_true
 
 
 def semijoin_to_diff(d: IDiff) -> IDiff | None:

@@ -1,11 +1,11 @@
-"""Reflection of base tables: the database already knows keys and column types."""
+"""Reflection of base tables from PostgreSQL's catalog: the database already knows keys and column types."""
 from __future__ import annotations
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..errors import UnknownObject, UnsupportedQuery
-from ..algebra.tables import TableInfo
+from ...algebra.tables import TableInfo
+from ...errors import UnknownObject, UnsupportedQuery
 
 
 def resolve_table(conn: Connection, schema: str | None, name: str) -> tuple[str, str, str]:

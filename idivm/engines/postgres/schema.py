@@ -1,0 +1,65 @@
+"""The PostgreSQL schema provider (frontend/schema.py): the frontend's questions answered from
+PostgreSQL's catalog, inside the registering transaction (probes run in savepoints that are
+rolled back, so nothing is left behind)."""
+from __future__ import annotations
+
+import re
+
+import psycopg
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlglot import exp
+
+from ...algebra.tables import TableInfo
+from ...errors import UnsupportedQuery
+from ...sqltext import run
+from .reflect import reflect_table
+
+_CALLS = re.compile(r":(funcid|opfuncid|opno|aggfnoid) (\d+)")
+PROBE = "pg_temp.idivm_volatility_probe"
+
+
+class PostgresSchema:
+    def __init__(self, conn: Connection):
+        self.conn = conn
+
+    def table(self, schema: str | None, name: str, only: bool = False) -> TableInfo:
+        return reflect_table(self.conn, schema, name, only=only)
+
+    def non_immutable_calls(self, tree: exp.Expression) -> list[tuple[str, str]]:
+        """PostgreSQL resolves the overloads: the query becomes a temporary view inside a savepoint
+        that is rolled back, and the functions, operators and aggregates its stored query tree calls
+        (pg_rewrite.ev_action) are looked up in pg_proc."""
+        conn = self.conn
+        with conn.begin_nested() as savepoint:
+            try:
+                run(conn, f"CREATE TEMP VIEW {PROBE} AS SELECT 1 AS x FROM ({tree.sql('postgres')}) AS q")
+            except psycopg.Error as e:
+                savepoint.rollback()
+                first = str(e).splitlines()[0]
+                raise UnsupportedQuery(f"PostgreSQL rejected the view's query: {first}") from None
+            action = conn.execute(sa.text("SELECT CAST(ev_action AS text) FROM pg_rewrite "
+                                          "WHERE ev_class = CAST(:probe AS regclass)"), {"probe": PROBE}).scalar()
+            savepoint.rollback()
+        calls = _CALLS.findall(action or "")
+        functions = {int(n) for kind, n in calls if kind != "opno"}
+        operators = {int(n) for kind, n in calls if kind == "opno"}
+        if not functions and not operators:
+            return []
+        return [(r.fn, r.v) for r in conn.execute(sa.text(
+            "SELECT DISTINCT CAST(CAST(p.oid AS regprocedure) AS text) AS fn, p.provolatile AS v FROM pg_proc p "
+            "WHERE p.provolatile <> 'i' AND (p.oid = ANY(:f) OR p.oid IN "
+            "(SELECT o.oprcode FROM pg_operator o WHERE o.oid = ANY(:o))) ORDER BY 1"
+        ), {"f": sorted(functions), "o": sorted(operators)}).all()]
+
+    def has_equality(self, type_name: str) -> bool:
+        """What maintenance needs of a type: = (IS DISTINCT FROM) and grouping."""
+        with self.conn.begin_nested() as savepoint:
+            try:
+                run(self.conn, f"SELECT x FROM (SELECT CAST(NULL AS {type_name}) AS x) AS s "
+                               "WHERE x IS NOT DISTINCT FROM x GROUP BY x")
+                return True
+            except psycopg.Error:
+                return False
+            finally:
+                savepoint.rollback()
