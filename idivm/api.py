@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +13,7 @@ from .capture import drop_capture, ensure_capture
 from .capture.schema_changes import event_triggers_installed, install_event_triggers
 from .capture.partitions import install_sync_function
 from .capture.triggers import reinstall_functions
+from .catalog import repository as catalog
 from .catalog.migrate import HEAD, catalog_installed, catalog_revision, upgrade_catalog
 from .algebra.plan import BRANCH_COLUMN, Aggregate, Union, base_tables, format_plan
 from .strategies.aggregate_target import cache_name
@@ -98,13 +98,13 @@ class Engine:
         """Views registered before catalog revision 0006 have no stored Δ-program: compile it from their
         definitions (their stored statements, which maintenance runs, stay as they are). A view whose
         definition no longer compiles (stale, a base table gone) keeps none until it is refreshed."""
-        for row in conn.execute(sa.text("SELECT * FROM idivm.views WHERE program IS NULL AND stale_reason IS NULL")).all():
+        for row in catalog.views_without_program(conn):
             try:
                 with conn.begin_nested():
                     program = self._compile_program(conn, row)
             except (IdivmError, sa.exc.DBAPIError):
                 continue
-            conn.execute(sa.text("UPDATE idivm.views SET program = :p WHERE id = :v"), {"p": to_json(program), "v": row.id})
+            catalog.set_program(conn, row.id, to_json(program))
 
     def _require_catalog(self, conn: Connection) -> None:
         if self._catalog_ok:
@@ -122,8 +122,7 @@ class Engine:
         schema, view = parse_name(name)
         if schema is None:
             schema = conn.execute(sa.text("SELECT current_schema()")).scalar()
-        row = conn.execute(sa.text(
-            "SELECT * FROM idivm.views WHERE schema_name = :s AND view_name = :n"), {"s": schema, "n": view}).first()
+        row = catalog.view_by_name(conn, schema, view)
         if row is None:
             raise UnknownObject(f'no maintained view named "{name}"; `idivm list` shows the registered views')
         return row
@@ -177,8 +176,7 @@ class Engine:
         compiled = compile_view_sql(PostgresSchema(conn), sql)
         shown = f"{schema}.{view}"
         if conn.execute(sa.text("SELECT to_regclass(:q) IS NOT NULL"), {"q": qualified(schema, view)}).scalar():
-            taken = conn.execute(sa.text(
-                "SELECT 1 FROM idivm.views WHERE schema_name = :s AND view_name = :n"), {"s": schema, "n": view}).first()
+            taken = catalog.view_by_name(conn, schema, view)
             what = "a maintained view" if taken else "a table or view"
             raise IdivmError(f'cannot register "{shown}": {what} with that name already exists')
         if not conn.execute(sa.text("SELECT 1 FROM pg_namespace WHERE nspname = :s"), {"s": schema}).first():
@@ -194,34 +192,23 @@ class Engine:
             ids = [[i.scan, i.column, i.name] for b in plan.branches for i in b.ids] + [["union", "b", BRANCH_COLUMN]]
         else:
             ids = [[i.scan, i.column, i.name] for i in plan.ids]
-        view_id = conn.execute(sa.text(
-            "INSERT INTO idivm.views (schema_name, view_name, definition, strategy, output_columns, id_columns, "
-            "plan_text, last_snapshot) VALUES (:s, :n, :d, :st, CAST(:o AS json), CAST(:i AS json), :p, "
-            "CAST(pg_current_snapshot() AS text)) RETURNING id"
-        ), {"s": schema, "n": view, "d": sql, "st": strategy, "o": json.dumps([n for n, _ in plan.outputs]),
-            "i": json.dumps(ids), "p": format_plan(plan)}).scalar_one()
+        view_id = catalog.insert_view(conn, schema, view, sql, strategy, [n for n, _ in plan.outputs], ids,
+                                      format_plan(plan))
         target = make_target(schema, view, plan, captured, view_id,
                              column_types=lambda q: column_types(conn, pg_sql(q)))
         program = build_program(target, strategy, minimized)
-        conn.execute(sa.text("UPDATE idivm.views SET program = :p WHERE id = :v"), {"p": to_json(program), "v": view_id})
+        catalog.set_program(conn, view_id, to_json(program))
         infos = {captured[(t.schema, t.name)]: t for t in base_tables(spj)}
         for cid in sorted(set(captured.values())):
-            conn.execute(sa.text("INSERT INTO idivm.view_inputs (view_id, captured_table_id, columns) "
-                                 "VALUES (:v, :c, CAST(:cols AS json))"),
-                         {"v": view_id, "c": cid, "cols": json.dumps([list(c) for c in infos[cid].columns])})
+            catalog.insert_input(conn, view_id, cid, infos[cid].columns)
         reinstall_functions(conn, notify_threshold, sorted(set(captured.values())))  # notify thresholds now count this view
         for pos, ds in enumerate(diff_schemas_of(plan)):
-            conn.execute(sa.text(
-                "INSERT INTO idivm.diff_schemas VALUES (:v, :p, :a, :c, :k, CAST(:at AS json), :cond, :l)"
-            ), {"v": view_id, "p": pos, "a": ds.scan, "c": captured[(ds.table.schema, ds.table.name)], "k": ds.kind,
-                "at": json.dumps(list(ds.attrs)), "cond": ds.conditional, "l": ds.label()})
+            catalog.insert_diff_schema(conn, view_id, pos, ds.scan, captured[(ds.table.schema, ds.table.name)], ds.kind,
+                                       ds.attrs, ds.conditional, ds.label())
         for pos, (st, text) in enumerate(render(program)):
-            conn.execute(sa.text("INSERT INTO idivm.script_statements (view_id, position, phase, purpose, sql, "
-                                 "driven_by, role) VALUES (:v, :p, :ph, :pu, :sql, :dr, :r)"),
-                         {"v": view_id, "p": pos, "ph": st.phase, "pu": st.purpose, "sql": text, "dr": st.driven_by,
-                          "r": st.role})
+            catalog.insert_statement(conn, view_id, pos, st.phase, st.purpose, text, st.driven_by, st.role)
         for pos, text in enumerate(program.derivations):
-            conn.execute(sa.text("INSERT INTO idivm.derivations VALUES (:v, :p, :t)"), {"v": view_id, "p": pos, "t": text})
+            catalog.insert_derivation(conn, view_id, pos, text)
         create_tables(conn, target)
         note = string_literal(f"maintained by idivm ({strategy}): {sql}")
         run(conn, f"COMMENT ON TABLE {qualified(schema, view)} IS {note}")
@@ -233,7 +220,7 @@ class Engine:
                 rows = [self._view(conn, n) for n in names]
             else:
                 self._require_catalog(conn)
-                rows = conn.execute(sa.text("SELECT * FROM idivm.views ORDER BY id")).all()
+                rows = catalog.all_views(conn)
         return [(r.id, display_name(r.schema_name, r.view_name)) for r in rows]
 
     def maintain(self, *names: str, keep_going: bool | None = None) -> list[MaintenanceReport] | MaintenanceReport:
@@ -273,7 +260,7 @@ class Engine:
         result = VerifyResult(view=shown, ok=True)
 
         def compare(conn: Connection) -> None:
-            row = conn.execute(sa.text("SELECT * FROM idivm.views WHERE id = :v"), {"v": vid}).one()
+            row = catalog.view_by_id(conn, vid)
             cols = ", ".join(ident(c) for c in row.output_columns)
             query = parse_one(row.definition).sql("postgres")
             table = qualified(row.schema_name, row.view_name)
@@ -294,14 +281,10 @@ class Engine:
             row = self._view(conn, name)
             if unminimized:
                 return self._explain_unminimized(conn, row)
-            schemas = conn.execute(sa.text(
-                "SELECT label FROM idivm.diff_schemas WHERE view_id = :v ORDER BY position"), {"v": row.id}).scalars().all()
-            derivs = conn.execute(sa.text(
-                "SELECT text FROM idivm.derivations WHERE view_id = :v ORDER BY position"), {"v": row.id}).scalars().all()
-            stmts = conn.execute(sa.text(
-                "SELECT phase, purpose, sql FROM idivm.script_statements WHERE view_id = :v ORDER BY phase, position"
-            ), {"v": row.id}).all()
-            program = conn.execute(sa.text("SELECT program FROM idivm.views WHERE id = :v"), {"v": row.id}).scalar()
+            schemas = catalog.diff_schema_labels(conn, row.id)
+            derivs = catalog.derivations(conn, row.id)
+            stmts = catalog.statements(conn, row.id)
+            program = catalog.program_of(conn, row.id)
         parts = [
             f"view {display_name(row.schema_name, row.view_name)}  (strategy: {row.strategy})",
             f"definition:\n  {row.definition}",
@@ -322,9 +305,7 @@ class Engine:
     def _compile_program(self, conn: Connection, row: sa.Row, minimized: bool = True):
         """The view's Δ-program compiled afresh from its stored definition."""
         compiled = compile_view_sql(PostgresSchema(conn), row.definition)
-        captured = {(r.schema_name, r.table_name): r.id for r in conn.execute(sa.text(
-            "SELECT c.id, c.schema_name, c.table_name FROM idivm.captured_tables c "
-            "JOIN idivm.view_inputs i ON i.captured_table_id = c.id WHERE i.view_id = :v"), {"v": row.id})}
+        captured = catalog.captured_ids_by_table(conn, row.id)
         target = make_target(row.schema_name, row.view_name, compiled.plan, captured, row.id,
                              column_types=lambda q: column_types(conn, pg_sql(q)))
         return build_program(target, row.strategy, minimized=minimized)
@@ -368,17 +349,11 @@ class Engine:
             raise IdivmError(f"--max-pending must be at least 1, got {max_pending}")
         with self.sa.begin() as conn:
             row = self._view(conn, name)
-            if reset:
-                conn.execute(sa.text("UPDATE idivm.views SET policy_every = NULL, policy_max_pending = NULL, "
-                                     "policy_max_staleness = NULL WHERE id = :v"), {"v": row.id})
-            for column, value in (("policy_every", every), ("policy_max_pending", max_pending),
-                                  ("policy_max_staleness", max_staleness)):
-                if value is not None:
-                    conn.execute(sa.text(f"UPDATE idivm.views SET {column} = :x WHERE id = :v"), {"x": value, "v": row.id})
-            inputs = conn.execute(sa.text(
-                "SELECT captured_table_id FROM idivm.view_inputs WHERE view_id = :v"), {"v": row.id}).scalars().all()
-            reinstall_functions(conn, notify_threshold, list(inputs))  # the NOTIFY threshold follows max_pending
-            return policy_of(conn.execute(sa.text("SELECT * FROM idivm.views WHERE id = :v"), {"v": row.id}).one())
+            catalog.set_policy(conn, row.id, {"policy_every": every, "policy_max_pending": max_pending,
+                                              "policy_max_staleness": max_staleness}, reset=reset)
+            # the NOTIFY threshold follows max_pending
+            reinstall_functions(conn, notify_threshold, catalog.input_ids(conn, row.id))
+            return policy_of(catalog.view_by_id(conn, row.id))
 
     def set_mode(self, name: str, mode: str) -> None:
         """Switch a view between deferred and immediate maintenance, in one transaction that holds its
@@ -389,9 +364,7 @@ class Engine:
             row = self._view(conn, name)
             if row.mode == mode:
                 return
-            tables = conn.execute(sa.text(
-                "SELECT c.schema_name, c.table_name FROM idivm.view_inputs vi JOIN idivm.captured_tables c "
-                "ON c.id = vi.captured_table_id WHERE vi.view_id = :v ORDER BY 1, 2"), {"v": row.id}).all()
+            tables = catalog.view_inputs(conn, row.id)
             conn.rollback()
         with self._writers_blocked({(t.schema_name, t.table_name) for t in tables}) as conn:
             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:c, :v)"), {"c": LOCK_CLASS, "v": row.id})
@@ -400,23 +373,16 @@ class Engine:
                 run_maintenance(conn, row.id, report, None)  # catch up, in this transaction
                 self._make_immediate_locked(conn, row.schema_name, row.view_name)
             else:
-                conn.execute(sa.text("UPDATE idivm.views SET mode = 'deferred', "
-                                     "last_snapshot = CAST(pg_current_snapshot() AS text) WHERE id = :v"),
-                             {"v": row.id})
+                catalog.set_deferred_from_now(conn, row.id)
                 _sync_immediate(conn)
 
     def _make_immediate_locked(self, conn: Connection, schema: str, view: str) -> None:
-        vid = conn.execute(sa.text("SELECT id FROM idivm.views WHERE schema_name = :s AND view_name = :n"),
-                           {"s": schema, "n": view}).scalar_one()
-        partitioned = conn.execute(sa.text(
-            "SELECT string_agg(format('%I.%I', c.schema_name, c.table_name), ', ') FROM idivm.view_inputs vi "
-            "JOIN idivm.captured_tables c ON c.id = vi.captured_table_id "
-            "JOIN pg_class r ON r.oid = to_regclass(quote_ident(c.schema_name) || '.' || quote_ident(c.table_name)) "
-            "WHERE vi.view_id = :v AND r.relkind = 'p'"), {"v": vid}).scalar()
+        vid = catalog.view_by_name(conn, schema, view).id
+        partitioned = catalog.partitioned_inputs(conn, vid)
         if partitioned:
             raise IdivmError(f"immediate mode is not supported over partitioned tables ({partitioned}): writes "
                              "straight to a partition would bypass it; maintain the view deferred")
-        conn.execute(sa.text("UPDATE idivm.views SET mode = 'immediate' WHERE id = :v"), {"v": vid})
+        catalog.set_immediate(conn, vid)
         _sync_immediate(conn)
 
     def grant(self, name: str, role: str) -> None:
@@ -439,18 +405,15 @@ class Engine:
             self._drop_locked(conn, row)
 
     def _drop_locked(self, conn: Connection, row: sa.Row) -> None:
-        inputs = conn.execute(sa.text(
-            "SELECT captured_table_id FROM idivm.view_inputs WHERE view_id = :v"), {"v": row.id}).scalars().all()
+        inputs = catalog.input_ids(conn, row.id)
         run(conn, f"DROP TABLE IF EXISTS {qualified(row.schema_name, row.view_name)}")
         run(conn, f"DROP TABLE IF EXISTS {qualified('idivm', cache_name(row.id))}")
-        conn.execute(sa.text("DELETE FROM idivm.views WHERE id = :v"), {"v": row.id})
+        catalog.delete_view(conn, row.id)
         if row.mode == "immediate":
             _sync_immediate(conn)
         kept = []
         for cid in inputs:
-            still = conn.execute(sa.text(
-                "SELECT 1 FROM idivm.view_inputs WHERE captured_table_id = :c"), {"c": cid}).first()
-            if still:
+            if catalog.is_read(conn, cid):
                 kept.append(cid)
             else:
                 drop_capture(conn, cid)
@@ -465,7 +428,7 @@ class Engine:
             row = self._view(conn, name)
             reads = edges(conn)
             members = {row.id} | _readers_closure(row.id, reads)
-            rows = {r.id: r for r in conn.execute(sa.text("SELECT * FROM idivm.views")).all() if r.id in members}
+            rows = {r.id: r for r in catalog.all_views(conn) if r.id in members}
             chain = [rows[v] for v in dependency_order(sorted(members), reads)]
             tables: set[tuple[str, str]] = set()
             for r in chain:
@@ -484,18 +447,14 @@ class Engine:
                 self._register_locked(conn, r.schema_name, r.view_name, r.definition, r.strategy, True)
                 if r.mode == "immediate":
                     self._make_immediate_locked(conn, r.schema_name, r.view_name)
-                conn.execute(sa.text(
-                    "UPDATE idivm.views SET policy_every = :e, policy_max_pending = :p, policy_max_staleness = :s "
-                    "WHERE schema_name = :sc AND view_name = :n"),
-                    {"e": r.policy_every, "p": r.policy_max_pending, "s": r.policy_max_staleness,
-                     "sc": r.schema_name, "n": r.view_name})
+                catalog.copy_policy(conn, r, r.schema_name, r.view_name)
             reinstall_functions(conn, notify_threshold)
         return [display_name(r.schema_name, r.view_name) for r in chain]
 
 
 def _sync_immediate(conn: Connection) -> None:
     """immediate.sync with the views in the order its apply function needs: readers first."""
-    views = conn.execute(sa.text("SELECT id FROM idivm.views ORDER BY id")).scalars().all()
+    views = catalog.view_ids(conn)
     immediate.sync(conn, list(reversed(dependency_order(views, edges(conn)))))
 
 

@@ -44,7 +44,8 @@ from typing import Callable
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..engines.postgres.reflect import columns_json, table_info
+from ..catalog import repository as catalog
+from ..engines.postgres.reflect import table_info
 from ..algebra.tables import TableInfo
 from ..sqltext import ident, qualified, run, string_literal
 from .partitions import TRIGGER_DDL, sync_partitions
@@ -99,28 +100,16 @@ def ensure_capture(conn: Connection, info: TableInfo, threshold: Threshold) -> i
     """Install (once per table) the log and triggers; return the captured table's id. threshold(conn,
     captured id): the pending-change count at which the capture function notifies the scheduler
     (operate/policy.py decides it)."""
-    existing = conn.execute(
-        sa.text("SELECT id FROM idivm.captured_tables WHERE schema_name = :s AND table_name = :t"),
-        {"s": info.schema, "t": info.name},
-    ).scalar()
+    existing = catalog.captured_id(conn, info.schema, info.name)
     if existing is not None:
         return existing
-    cid = conn.execute(
-        sa.text(
-            "INSERT INTO idivm.captured_tables (schema_name, table_name, key_columns, log_table, capture_function) "
-            "VALUES (:s, :t, CAST(:k AS json), '', '') RETURNING id"
-        ),
-        {"s": info.schema, "t": info.name, "k": _json(list(info.key))},
-    ).scalar_one()
+    cid = catalog.insert_captured(conn, info.schema, info.name, list(info.key))
     log = log_table(cid)
     fn = qualified("idivm", f"capture_{cid}")
     run(conn, f"CREATE TABLE {log} (xid xid8 NOT NULL DEFAULT pg_current_xact_id(), "
         "seq bigint GENERATED ALWAYS AS IDENTITY, old_row jsonb, new_row jsonb, "
         "logged_at timestamptz NOT NULL DEFAULT now())")
-    conn.execute(
-        sa.text("UPDATE idivm.captured_tables SET log_table = :l, capture_function = :f WHERE id = :id"),
-        {"l": log, "f": fn, "id": cid},
-    )
+    catalog.set_capture_objects(conn, cid, log, fn)
     install_function(conn, cid, info, threshold)
     t = info.qualified
     for name, (when, referencing) in TRIGGER_DDL.items():
@@ -138,16 +127,10 @@ def enable_always(conn: Connection, table: str, triggers=TRIGGERS) -> None:
     run(conn, f"ALTER TABLE {table} " + ", ".join(f"ENABLE ALWAYS TRIGGER {ident(trg)}" for trg in triggers))
 
 
-def captured_columns() -> str:
-    """columns_json of the base table of `idivm.captured_tables AS c`, as it is now (NULL if gone)."""
-    return columns_json("to_regclass(quote_ident(c.schema_name) || '.' || quote_ident(c.table_name))")
-
-
 def install_function(conn: Connection, captured_id: int, info: TableInfo, threshold: Threshold) -> None:
     """(Re)write the capture function of a captured table: its body follows this idivm's code and its
     notify threshold the current policies (CREATE OR REPLACE: the triggers keep pointing at it)."""
-    row = conn.execute(sa.text("SELECT log_table, capture_function FROM idivm.captured_tables WHERE id = :id"),
-                       {"id": captured_id}).one()
+    row = catalog.captured_table(conn, captured_id)
     sequence = conn.execute(sa.text("SELECT pg_get_serial_sequence(:l, 'seq')"), {"l": row.log_table}).scalar_one()
     body = _function_body(info, captured_id, row.log_table, sequence, threshold(conn, captured_id))
     run(conn,
@@ -158,21 +141,14 @@ def install_function(conn: Connection, captured_id: int, info: TableInfo, thresh
 
 def reinstall_functions(conn: Connection, threshold: Threshold, captured_ids: list[int] | None = None) -> None:
     """install_function for the given captured tables (all if None) whose base table still exists."""
-    rows = conn.execute(sa.text(
-        f"SELECT c.id, c.schema_name, c.table_name, {captured_columns()} AS columns FROM idivm.captured_tables c "
-        "ORDER BY c.id"
-    )).all()
-    for r in rows:
+    for r in catalog.captured_tables_now(conn):
         if (captured_ids is None or r.id in captured_ids) and r.columns:
             install_function(conn, r.id, table_info(r.schema_name, r.table_name, r.columns), threshold)
 
 
 def drop_capture(conn: Connection, captured_id: int) -> None:
     """Remove triggers, function and log of a table no view reads any more."""
-    row = conn.execute(
-        sa.text("SELECT schema_name, table_name, log_table, capture_function FROM idivm.captured_tables WHERE id = :id"),
-        {"id": captured_id},
-    ).one()
+    row = catalog.captured_table(conn, captured_id)
     table = qualified(row.schema_name, row.table_name)
     exists = conn.execute(sa.text("SELECT to_regclass(:t) IS NOT NULL"), {"t": table}).scalar()
     if exists:
@@ -181,11 +157,4 @@ def drop_capture(conn: Connection, captured_id: int) -> None:
     # CASCADE: the triggers on the table, should it have been renamed (so not found above)
     run(conn, f"DROP FUNCTION IF EXISTS {row.capture_function}() CASCADE")
     run(conn, f"DROP TABLE IF EXISTS {row.log_table}")
-    conn.execute(sa.text("DELETE FROM idivm.captured_tables WHERE id = :id"), {"id": captured_id})
-
-
-
-def _json(v) -> str:
-    import json
-
-    return json.dumps(v)
+    catalog.delete_captured(conn, captured_id)

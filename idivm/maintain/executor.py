@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from ..errors import IdivmError, first_line
-from ..capture.triggers import captured_columns
+from ..catalog import repository as catalog
 from ..engines.postgres.reflect import table_info
 from ..names import display_name
 from ..sqltext import run
@@ -54,16 +54,6 @@ class MaintenanceReport:
             return f"{self.view}: skipped: {self.skipped}"
         return (f"{self.view}: {self.changes} effective changes, {self.statements} statements, "
                 f"{self.rows_affected} view rows touched in {self.seconds * 1000:.1f} ms")
-
-
-def view_inputs(conn: Connection, view_id: int, reflect: bool = False) -> list[sa.Row]:
-    """The captured tables a view reads; with reflect, also their current columns (see columns_json)."""
-    return conn.execute(sa.text(
-        "SELECT c.id, c.schema_name, c.table_name, c.key_columns, c.log_table"
-        + (f", {captured_columns()} AS columns" if reflect else "")
-        + " FROM idivm.view_inputs vi JOIN idivm.captured_tables c ON c.id = vi.captured_table_id "
-        "WHERE vi.view_id = :v ORDER BY c.id"
-    ), {"v": view_id}).all()
 
 
 class Busy(IdivmError):
@@ -116,9 +106,7 @@ def _record_failure(conn: Connection, view_id: int, error: BaseException) -> Non
     if not isinstance(error, Exception) or isinstance(error, Stale):
         return  # the process is stopping, or the view waits for a refresh: no failed attempt
     try:
-        conn.execute(sa.text(
-            "UPDATE idivm.views SET consecutive_failures = consecutive_failures + 1, last_error = :e, "
-            "last_attempt_at = now() WHERE id = :v"), {"e": first_line(error) or type(error).__name__, "v": view_id})
+        catalog.record_failure(conn, view_id, first_line(error) or type(error).__name__)
     except Exception:
         pass
 
@@ -145,10 +133,7 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
     snapshot taken after any locks the caller needs); returns the view's inputs (for pruning)."""
     started = time.perf_counter()
     conn.execute(sa.text(TRANSACTION_SETTINGS))
-    row = conn.execute(sa.text(
-        "SELECT last_snapshot, stale_reason, mode, CAST(pg_current_snapshot() AS text) AS now FROM idivm.views "
-        "WHERE id = :v FOR UPDATE"
-    ), {"v": view_id}).one_or_none()
+    row = catalog.lock_for_maintenance(conn, view_id)
     if row is None:
         raise IdivmError(f"view {report.view} was dropped while being maintained")
     if row.mode == "immediate":  # its writers maintain it; consuming the log would apply changes twice
@@ -164,7 +149,7 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
         raise Stale(f"view {report.view} is stale ({row.stale_reason}); run `idivm refresh {report.view}` "
                     "to rebuild it from its definition")
     changed: dict[int, int] = {}
-    inputs = view_inputs(conn, view_id, reflect=True)
+    inputs = catalog.view_inputs(conn, view_id, reflect=True)
     for t in inputs:
         info = table_info(t.schema_name, t.table_name, t.columns)
         n = changed[t.id] = build_instance(conn, view_id, t.id, t.log_table, info)
@@ -172,10 +157,7 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
         report.changes += n
     report.breakdown["i-diffs"] = time.perf_counter() - started
     if report.changes:
-        stmts = conn.execute(sa.text(
-            "SELECT purpose, sql, driven_by, role FROM idivm.script_statements WHERE view_id = :v ORDER BY phase, position"
-        ), {"v": view_id}).all()
-        for st in stmts:
+        for st in catalog.statements(conn, view_id):
             if st.driven_by is not None and not changed.get(st.driven_by):
                 continue  # its driving i-diff is empty: it would change nothing
             t0 = time.perf_counter()
@@ -186,10 +168,7 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
     if before_commit:
         before_commit(conn)
     report.seconds = time.perf_counter() - started
-    conn.execute(sa.text(
-        "UPDATE idivm.views SET last_snapshot = :s, last_maintained_at = now(), last_attempt_at = now(), "
-        "last_duration_ms = :ms, last_changes = :n, consecutive_failures = 0, last_error = NULL WHERE id = :v"
-    ), {"s": row.now, "ms": report.seconds * 1000, "n": report.changes, "v": view_id})
+    catalog.record_maintained(conn, view_id, row.now, report.seconds * 1000, report.changes)
     return inputs
 
 
@@ -200,12 +179,7 @@ def _prune(conn: Connection, inputs: list[sa.Row]) -> None:
         conn.execute(sa.text("SET synchronous_commit = off"))
         try:
             for t in inputs:
-                run(conn, (
-                    f"DELETE FROM {t.log_table} AS l WHERE NOT EXISTS (SELECT 1 FROM idivm.view_inputs AS vi "
-                    "JOIN idivm.views AS v ON v.id = vi.view_id "
-                    f"WHERE vi.captured_table_id = {int(t.id)} AND v.mode = 'deferred' "
-                    "AND NOT pg_visible_in_snapshot(l.xid, CAST(v.last_snapshot AS pg_snapshot)))"
-                ))
+                catalog.prune_log(conn, t.id, t.log_table)
         finally:
             conn.execute(sa.text("RESET synchronous_commit"))
     except (sa.exc.DBAPIError, psycopg.Error):

@@ -52,7 +52,7 @@ from ..program import relations as R
 from ..engines.postgres.reflect import table_info
 from ..names import display_name
 from ..sqltext import ident, qualified, run, string_literal
-from .executor import view_inputs
+from ..catalog import repository as catalog
 
 OPEN = "idivm.open_statements"  # transaction-local count of captured statements not yet left
 APPLY = qualified("idivm", "immediate_apply")
@@ -191,8 +191,7 @@ def sync(conn: Connection, readers_first: list[int]) -> None:
         "WHERE n.nspname = 'idivm' AND p.proname LIKE 'immediate\\_%'"
     )).all():  # CASCADE: their triggers too, wherever the tables now are
         run(conn, f"DROP FUNCTION IF EXISTS {qualified('idivm', name)}() CASCADE")
-    views = conn.execute(sa.text(
-        "SELECT id, schema_name, view_name FROM idivm.views WHERE mode = 'immediate' ORDER BY id")).all()
+    views = catalog.immediate_views(conn)
     if not views:
         return
     by_id = {v.id: v for v in views}
@@ -202,15 +201,13 @@ def sync(conn: Connection, readers_first: list[int]) -> None:
     readers: dict[int, list[str]] = {}
     scripts: dict[int, list[sa.Row]] = {}
     for v in views:
-        rows = view_inputs(conn, v.id, reflect=True)
+        rows = catalog.view_inputs(conn, v.id, reflect=True)
         reads[v.id] = [t.id for t in rows]
         for t in rows:
             if t.columns and t.id not in inputs:
                 inputs[t.id] = table_info(t.schema_name, t.table_name, t.columns)
             readers.setdefault(t.id, []).append(display_name(v.schema_name, v.view_name))
-        scripts[v.id] = conn.execute(sa.text(
-            "SELECT sql, driven_by FROM idivm.script_statements WHERE view_id = :v ORDER BY phase, position"
-        ), {"v": v.id}).all()
+        scripts[v.id] = catalog.statements(conn, v.id)
     for v in views:  # a table dropped under a (now stale) view: its reads drop out
         reads[v.id] = [c for c in reads[v.id] if c in inputs]
     order = [i for i in order if reads[i]]

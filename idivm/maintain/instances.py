@@ -15,6 +15,7 @@ from __future__ import annotations
 from ..engines.postgres.render import delta_table
 from ..algebra.tables import TableInfo
 from ..capture.fold import fold_select, log_images
+from ..catalog import repository as catalog
 from ..sqltext import run
 
 
@@ -31,9 +32,7 @@ def build_instance(conn, view_id: int, captured_id: int, log: str, info: TableIn
     target = delta_table(captured_id)
     known = conn.connection.info.setdefault(SESSION_TABLES, {})
     signature = (info.columns, info.key)
-    window = ("NOT pg_visible_in_snapshot(l.xid, (SELECT CAST(v.last_snapshot AS pg_snapshot) "
-              f"FROM idivm.views AS v WHERE v.id = {int(view_id)}))")
-    select = fold_select(info, log_images(log, window))
+    select = fold_select(info, log_images(log, catalog.unconsumed("l", view_id)))
     if known.get(captured_id) != signature:
         run(conn, f"DROP TABLE IF EXISTS {target}")
         run(conn, f"CREATE TEMP TABLE {target} ON COMMIT DELETE ROWS AS {select}\nWITH NO DATA")

@@ -6,19 +6,15 @@ still be maintained alone, and then reads its inputs as they were last maintaine
 """
 from __future__ import annotations
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
+
+from ..catalog import repository as catalog
 
 
 def edges(conn: Connection) -> dict[int, set[int]]:
     """view id -> ids of the maintained views it reads."""
-    rows = conn.execute(sa.text(
-        "SELECT vi.view_id, lower.id AS reads FROM idivm.view_inputs vi "
-        "JOIN idivm.captured_tables c ON c.id = vi.captured_table_id "
-        "JOIN idivm.views lower ON lower.schema_name = c.schema_name AND lower.view_name = c.table_name"
-    )).all()
     out: dict[int, set[int]] = {}
-    for r in rows:
+    for r in catalog.reads_edges(conn):
         out.setdefault(r.view_id, set()).add(r.reads)
     return out
 
@@ -45,9 +41,4 @@ def dependency_order(view_ids: list[int], reads: dict[int, set[int]]) -> list[in
 
 def dependents(conn: Connection, view_id: int) -> list[str]:
     """schema.name of the views that read this one."""
-    return sorted(conn.execute(sa.text(
-        "SELECT upper.schema_name || '.' || upper.view_name FROM idivm.views lower "
-        "JOIN idivm.captured_tables c ON c.schema_name = lower.schema_name AND c.table_name = lower.view_name "
-        "JOIN idivm.view_inputs vi ON vi.captured_table_id = c.id "
-        "JOIN idivm.views upper ON upper.id = vi.view_id WHERE lower.id = :v"
-    ), {"v": view_id}).scalars().all())
+    return catalog.readers_of(conn, view_id)

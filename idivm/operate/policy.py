@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-import sqlalchemy as sa
+from ..catalog import repository as catalog
 
 MAX_BACKOFF = 300.0
 
@@ -95,11 +95,7 @@ def decide(state: ViewState, policy: Policy, now: datetime) -> Decision:
 def notify_threshold(conn, captured_id: int, default: Policy = DEFAULT) -> int:
     """The smallest max-pending of the views over a captured table (the capture function's NOTIFY
     threshold); the default when no view reads it yet."""
-    value = conn.execute(sa.text(
-        "SELECT min(coalesce(v.policy_max_pending, :d)) FROM idivm.view_inputs vi "
-        "JOIN idivm.views v ON v.id = vi.view_id WHERE vi.captured_table_id = :c"
-    ), {"d": default.max_pending, "c": captured_id}).scalar()
-    return max(int(value if value is not None else default.max_pending), 1)
+    return catalog.notify_threshold(conn, captured_id, default.max_pending)
 
 
 def with_every(default: Policy, every: float | None) -> Policy:

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from ..catalog import repository as catalog
 from ..names import display_name
 from .policy import DEFAULT, Decision, Policy, ViewState, decide, policy_of
 
@@ -54,11 +55,8 @@ def now_utc(conn: Connection) -> datetime:
 
 def view_statuses(conn: Connection, default: Policy = DEFAULT, now: datetime | None = None,
                   view_ids: list[int] | None = None) -> list[ViewStatus]:
-    rows = conn.execute(sa.text("SELECT * FROM idivm.views ORDER BY schema_name, view_name")).all()
-    inputs = conn.execute(sa.text(
-        "SELECT vi.view_id, c.schema_name, c.table_name, c.log_table FROM idivm.view_inputs vi "
-        "JOIN idivm.captured_tables c ON c.id = vi.captured_table_id ORDER BY c.schema_name, c.table_name"
-    )).all()
+    rows = catalog.all_views(conn, order="name")
+    inputs = catalog.all_inputs(conn)
     now = now or now_utc(conn)
     out = []
     for r in rows:
@@ -83,9 +81,8 @@ def _pending(conn: Connection, view_id: int, logs: list[str]) -> tuple[int, date
     """Committed log rows not yet consumed by the view, and the oldest one's time: one statement."""
     if not logs:
         return 0, None
-    snapshot = f"(SELECT CAST(v.last_snapshot AS pg_snapshot) FROM idivm.views AS v WHERE v.id = {int(view_id)})"
     parts = [f"SELECT count(*) AS n, min(l.logged_at) AS oldest FROM {log} AS l "
-             f"WHERE NOT pg_visible_in_snapshot(l.xid, {snapshot})" for log in logs]
+             f"WHERE {catalog.unconsumed('l', view_id)}" for log in logs]
     row = conn.exec_driver_sql(
         "SELECT coalesce(sum(n), 0), min(oldest) FROM (" + " UNION ALL ".join(parts) + ") AS p").one()
     return int(row[0]), row[1].astimezone(timezone.utc) if row[1] else None

@@ -111,5 +111,3 @@ def bind_relations(tree: exp.Expression, bind) -> exp.Expression:
     return tree.copy().transform(fn)
 
 
-def relations_in(tree: exp.Expression) -> list[Relation]:
-    return [r for r in (relation_of(t) for t in tree.find_all(exp.Table)) if r is not None]

@@ -1,0 +1,314 @@
+"""Every query on idivm's catalog tables, as named functions (the catalog's schema: migrations/).
+
+The API, maintenance, the scheduler, status and capture read and write the catalog only through
+these, so a change of the catalog's shape is one migration plus this module. Server-side code
+(capture functions, event triggers, immediate mode's PL/pgSQL) reads the catalog in its own SQL;
+those functions are written by capture/ and maintain/immediate.py.
+
+Rows are SQLAlchemy Rows with the catalog's column names.
+"""
+from __future__ import annotations
+
+import json
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ..engines.postgres.reflect import columns_json
+from ..sqltext import run
+
+# -- views ------------------------------------------------------------------------------------
+
+
+def all_views(conn: Connection, order: str = "id") -> list[sa.Row]:
+    """Every registered view, by id or ("name") by schema and name."""
+    by = "schema_name, view_name" if order == "name" else "id"
+    return conn.execute(sa.text(f"SELECT * FROM idivm.views ORDER BY {by}")).all()
+
+
+def view_ids(conn: Connection) -> list[int]:
+    return conn.execute(sa.text("SELECT id FROM idivm.views ORDER BY id")).scalars().all()
+
+
+def view_by_id(conn: Connection, view_id: int) -> sa.Row:
+    return conn.execute(sa.text("SELECT * FROM idivm.views WHERE id = :v"), {"v": view_id}).one()
+
+
+def view_by_name(conn: Connection, schema: str, name: str) -> sa.Row | None:
+    return conn.execute(sa.text("SELECT * FROM idivm.views WHERE schema_name = :s AND view_name = :n"),
+                        {"s": schema, "n": name}).first()
+
+
+def views_without_program(conn: Connection) -> list[sa.Row]:
+    """Views registered before catalog revision 0006 (no stored Δ-program) that are not stale."""
+    return conn.execute(sa.text("SELECT * FROM idivm.views WHERE program IS NULL AND stale_reason IS NULL")).all()
+
+
+def insert_view(conn: Connection, schema: str, name: str, definition: str, strategy: str, outputs: list[str],
+                ids: list, plan_text: str) -> int:
+    """A new view, consumed up to the registering transaction's snapshot; returns its id."""
+    return conn.execute(sa.text(
+        "INSERT INTO idivm.views (schema_name, view_name, definition, strategy, output_columns, id_columns, "
+        "plan_text, last_snapshot) VALUES (:s, :n, :d, :st, CAST(:o AS json), CAST(:i AS json), :p, "
+        "CAST(pg_current_snapshot() AS text)) RETURNING id"
+    ), {"s": schema, "n": name, "d": definition, "st": strategy, "o": json.dumps(outputs), "i": json.dumps(ids),
+        "p": plan_text}).scalar_one()
+
+
+def set_program(conn: Connection, view_id: int, program_json: str) -> None:
+    conn.execute(sa.text("UPDATE idivm.views SET program = :p WHERE id = :v"), {"p": program_json, "v": view_id})
+
+
+def program_of(conn: Connection, view_id: int) -> str | None:
+    return conn.execute(sa.text("SELECT program FROM idivm.views WHERE id = :v"), {"v": view_id}).scalar()
+
+
+def delete_view(conn: Connection, view_id: int) -> None:
+    """The view's catalog rows (inputs, statements, schemas, derivations cascade)."""
+    conn.execute(sa.text("DELETE FROM idivm.views WHERE id = :v"), {"v": view_id})
+
+
+def set_immediate(conn: Connection, view_id: int) -> None:
+    conn.execute(sa.text("UPDATE idivm.views SET mode = 'immediate' WHERE id = :v"), {"v": view_id})
+
+
+def set_deferred_from_now(conn: Connection, view_id: int) -> None:
+    """Deferred again: everything committed so far counts as consumed."""
+    conn.execute(sa.text("UPDATE idivm.views SET mode = 'deferred', "
+                         "last_snapshot = CAST(pg_current_snapshot() AS text) WHERE id = :v"), {"v": view_id})
+
+
+POLICY_COLUMNS = ("policy_every", "policy_max_pending", "policy_max_staleness")
+
+
+def set_policy(conn: Connection, view_id: int, values: dict[str, float | int | None], reset: bool = False) -> None:
+    """Store the given policy settings (column -> value; None leaves a setting as it is); reset first
+    clears all of them."""
+    if reset:
+        conn.execute(sa.text("UPDATE idivm.views SET policy_every = NULL, policy_max_pending = NULL, "
+                             "policy_max_staleness = NULL WHERE id = :v"), {"v": view_id})
+    for column, value in values.items():
+        assert column in POLICY_COLUMNS, column
+        if value is not None:
+            conn.execute(sa.text(f"UPDATE idivm.views SET {column} = :x WHERE id = :v"), {"x": value, "v": view_id})
+
+
+def copy_policy(conn: Connection, source: sa.Row, schema: str, name: str) -> None:
+    """Give the view schema.name the policy settings of a view row (a rebuilt view keeps its policy)."""
+    conn.execute(sa.text(
+        "UPDATE idivm.views SET policy_every = :e, policy_max_pending = :p, policy_max_staleness = :s "
+        "WHERE schema_name = :sc AND view_name = :n"),
+        {"e": source.policy_every, "p": source.policy_max_pending, "s": source.policy_max_staleness,
+         "sc": schema, "n": name})
+
+
+def notify_threshold(conn: Connection, captured_id: int, default_max_pending: int) -> int:
+    """The smallest max-pending of the views over a captured table (the capture function's NOTIFY
+    threshold); the default when no view reads it yet."""
+    value = conn.execute(sa.text(
+        "SELECT min(coalesce(v.policy_max_pending, :d)) FROM idivm.view_inputs vi "
+        "JOIN idivm.views v ON v.id = vi.view_id WHERE vi.captured_table_id = :c"
+    ), {"d": default_max_pending, "c": captured_id}).scalar()
+    return max(int(value if value is not None else default_max_pending), 1)
+
+
+# -- maintenance state ------------------------------------------------------------------------
+
+
+def lock_for_maintenance(conn: Connection, view_id: int) -> sa.Row | None:
+    """The view's maintenance state, its row locked for this transaction, with the transaction's own
+    snapshot (`now`, recorded as consumed when the maintenance commits)."""
+    return conn.execute(sa.text(
+        "SELECT last_snapshot, stale_reason, mode, CAST(pg_current_snapshot() AS text) AS now FROM idivm.views "
+        "WHERE id = :v FOR UPDATE"
+    ), {"v": view_id}).one_or_none()
+
+
+def record_maintained(conn: Connection, view_id: int, snapshot: str, ms: float, changes: int) -> None:
+    conn.execute(sa.text(
+        "UPDATE idivm.views SET last_snapshot = :s, last_maintained_at = now(), last_attempt_at = now(), "
+        "last_duration_ms = :ms, last_changes = :n, consecutive_failures = 0, last_error = NULL WHERE id = :v"
+    ), {"s": snapshot, "ms": ms, "n": changes, "v": view_id})
+
+
+def record_failure(conn: Connection, view_id: int, error: str) -> None:
+    conn.execute(sa.text(
+        "UPDATE idivm.views SET consecutive_failures = consecutive_failures + 1, last_error = :e, "
+        "last_attempt_at = now() WHERE id = :v"), {"e": error, "v": view_id})
+
+
+# -- inputs: the captured base tables each view reads ------------------------------------------
+
+
+def captured_columns() -> str:
+    """SQL: the columns of the base table of `idivm.captured_tables AS c` as they are now (NULL if
+    it is gone), as columns_json (engines/postgres/reflect.py) writes them."""
+    return columns_json("to_regclass(quote_ident(c.schema_name) || '.' || quote_ident(c.table_name))")
+
+
+def view_inputs(conn: Connection, view_id: int, reflect: bool = False) -> list[sa.Row]:
+    """The captured tables a view reads (id, schema_name, table_name, key_columns, log_table; with
+    reflect, their current columns too)."""
+    return conn.execute(sa.text(
+        "SELECT c.id, c.schema_name, c.table_name, c.key_columns, c.log_table"
+        + (f", {captured_columns()} AS columns" if reflect else "")
+        + " FROM idivm.view_inputs vi JOIN idivm.captured_tables c ON c.id = vi.captured_table_id "
+        "WHERE vi.view_id = :v ORDER BY c.id"), {"v": view_id}).all()
+
+
+def input_ids(conn: Connection, view_id: int) -> list[int]:
+    return conn.execute(sa.text(
+        "SELECT captured_table_id FROM idivm.view_inputs WHERE view_id = :v"), {"v": view_id}).scalars().all()
+
+
+def all_inputs(conn: Connection) -> list[sa.Row]:
+    """(view_id, schema_name, table_name, log_table) of every view's inputs."""
+    return conn.execute(sa.text(
+        "SELECT vi.view_id, c.schema_name, c.table_name, c.log_table FROM idivm.view_inputs vi "
+        "JOIN idivm.captured_tables c ON c.id = vi.captured_table_id ORDER BY c.schema_name, c.table_name"
+    )).all()
+
+
+def insert_input(conn: Connection, view_id: int, captured_id: int, columns) -> None:
+    conn.execute(sa.text("INSERT INTO idivm.view_inputs (view_id, captured_table_id, columns) "
+                         "VALUES (:v, :c, CAST(:cols AS json))"),
+                 {"v": view_id, "c": captured_id, "cols": json.dumps([list(c) for c in columns])})
+
+
+def is_read(conn: Connection, captured_id: int) -> bool:
+    """Whether any view still reads a captured table."""
+    return conn.execute(sa.text("SELECT 1 FROM idivm.view_inputs WHERE captured_table_id = :c"),
+                        {"c": captured_id}).first() is not None
+
+
+def partitioned_inputs(conn: Connection, view_id: int) -> str | None:
+    """The view's partitioned base tables, as one printable list (None if there are none)."""
+    return conn.execute(sa.text(
+        "SELECT string_agg(format('%I.%I', c.schema_name, c.table_name), ', ') FROM idivm.view_inputs vi "
+        "JOIN idivm.captured_tables c ON c.id = vi.captured_table_id "
+        "JOIN pg_class r ON r.oid = to_regclass(quote_ident(c.schema_name) || '.' || quote_ident(c.table_name)) "
+        "WHERE vi.view_id = :v AND r.relkind = 'p'"), {"v": view_id}).scalar()
+
+
+def captured_ids_by_table(conn: Connection, view_id: int) -> dict[tuple[str, str], int]:
+    return {(r.schema_name, r.table_name): r.id for r in view_inputs(conn, view_id)}
+
+
+def prune_log(conn: Connection, captured_id: int, log_table: str) -> None:
+    """Delete the log rows that every deferred view over the table has consumed."""
+    run(conn, (
+        f"DELETE FROM {log_table} AS l WHERE NOT EXISTS (SELECT 1 FROM idivm.view_inputs AS vi "
+        "JOIN idivm.views AS v ON v.id = vi.view_id "
+        f"WHERE vi.captured_table_id = {int(captured_id)} AND v.mode = 'deferred' "
+        "AND NOT pg_visible_in_snapshot(l.xid, CAST(v.last_snapshot AS pg_snapshot)))"
+    ))
+
+
+# -- views over views -------------------------------------------------------------------------
+
+
+def reads_edges(conn: Connection) -> list[sa.Row]:
+    """(view_id, reads): a view and a maintained view whose table it reads."""
+    return conn.execute(sa.text(
+        "SELECT vi.view_id, lower.id AS reads FROM idivm.view_inputs vi "
+        "JOIN idivm.captured_tables c ON c.id = vi.captured_table_id "
+        "JOIN idivm.views lower ON lower.schema_name = c.schema_name AND lower.view_name = c.table_name"
+    )).all()
+
+
+def readers_of(conn: Connection, view_id: int) -> list[str]:
+    """schema.name of the views that read this one."""
+    return sorted(conn.execute(sa.text(
+        "SELECT upper.schema_name || '.' || upper.view_name FROM idivm.views lower "
+        "JOIN idivm.captured_tables c ON c.schema_name = lower.schema_name AND c.table_name = lower.view_name "
+        "JOIN idivm.view_inputs vi ON vi.captured_table_id = c.id "
+        "JOIN idivm.views upper ON upper.id = vi.view_id WHERE lower.id = :v"
+    ), {"v": view_id}).scalars().all())
+
+
+# -- compiled artefacts: i-diff schemas, derivations, rendered statements ---------------------
+
+
+def insert_diff_schema(conn: Connection, view_id: int, position: int, scan: str, captured_id: int, kind: str,
+                       attrs, conditional: bool, label: str) -> None:
+    conn.execute(sa.text("INSERT INTO idivm.diff_schemas VALUES (:v, :p, :a, :c, :k, CAST(:at AS json), :cond, :l)"),
+                 {"v": view_id, "p": position, "a": scan, "c": captured_id, "k": kind, "at": json.dumps(list(attrs)),
+                  "cond": conditional, "l": label})
+
+
+def diff_schema_labels(conn: Connection, view_id: int) -> list[str]:
+    return conn.execute(sa.text("SELECT label FROM idivm.diff_schemas WHERE view_id = :v ORDER BY position"),
+                        {"v": view_id}).scalars().all()
+
+
+def insert_derivation(conn: Connection, view_id: int, position: int, text: str) -> None:
+    conn.execute(sa.text("INSERT INTO idivm.derivations VALUES (:v, :p, :t)"), {"v": view_id, "p": position, "t": text})
+
+
+def derivations(conn: Connection, view_id: int) -> list[str]:
+    return conn.execute(sa.text("SELECT text FROM idivm.derivations WHERE view_id = :v ORDER BY position"),
+                        {"v": view_id}).scalars().all()
+
+
+def insert_statement(conn: Connection, view_id: int, position: int, phase: int, purpose: str, sql: str,
+                     driven_by: int | None, role: str) -> None:
+    conn.execute(sa.text("INSERT INTO idivm.script_statements (view_id, position, phase, purpose, sql, driven_by, role) "
+                         "VALUES (:v, :p, :ph, :pu, :sql, :dr, :r)"),
+                 {"v": view_id, "p": position, "ph": phase, "pu": purpose, "sql": sql, "dr": driven_by, "r": role})
+
+
+def statements(conn: Connection, view_id: int) -> list[sa.Row]:
+    """The view's stored statements in execution order (phase, purpose, sql, driven_by, role)."""
+    return conn.execute(sa.text(
+        "SELECT phase, purpose, sql, driven_by, role FROM idivm.script_statements WHERE view_id = :v "
+        "ORDER BY phase, position"), {"v": view_id}).all()
+
+
+# -- captured tables ---------------------------------------------------------------------------
+
+
+def captured_id(conn: Connection, schema: str, table: str) -> int | None:
+    return conn.execute(sa.text("SELECT id FROM idivm.captured_tables WHERE schema_name = :s AND table_name = :t"),
+                        {"s": schema, "t": table}).scalar()
+
+
+def insert_captured(conn: Connection, schema: str, table: str, key: list[str]) -> int:
+    """A newly captured table (its log and function names are set once they exist); returns its id."""
+    return conn.execute(sa.text(
+        "INSERT INTO idivm.captured_tables (schema_name, table_name, key_columns, log_table, capture_function) "
+        "VALUES (:s, :t, CAST(:k AS json), '', '') RETURNING id"), {"s": schema, "t": table, "k": json.dumps(key)}
+    ).scalar_one()
+
+
+def set_capture_objects(conn: Connection, captured_id: int, log_table: str, function: str) -> None:
+    conn.execute(sa.text("UPDATE idivm.captured_tables SET log_table = :l, capture_function = :f WHERE id = :id"),
+                 {"l": log_table, "f": function, "id": captured_id})
+
+
+def captured_table(conn: Connection, captured_id: int) -> sa.Row:
+    """schema_name, table_name, log_table, capture_function of a captured table."""
+    return conn.execute(sa.text("SELECT schema_name, table_name, log_table, capture_function "
+                                "FROM idivm.captured_tables WHERE id = :id"), {"id": captured_id}).one()
+
+
+def captured_tables_now(conn: Connection) -> list[sa.Row]:
+    """Every captured table with its current columns (NULL when the table is gone)."""
+    return conn.execute(sa.text(
+        f"SELECT c.id, c.schema_name, c.table_name, {captured_columns()} AS columns FROM idivm.captured_tables c "
+        "ORDER BY c.id")).all()
+
+
+def delete_captured(conn: Connection, captured_id: int) -> None:
+    conn.execute(sa.text("DELETE FROM idivm.captured_tables WHERE id = :id"), {"id": captured_id})
+
+
+def immediate_views(conn: Connection) -> list[sa.Row]:
+    return conn.execute(sa.text(
+        "SELECT id, schema_name, view_name FROM idivm.views WHERE mode = 'immediate' ORDER BY id")).all()
+
+
+def unconsumed(log_alias: str, view_id: int) -> str:
+    """SQL condition: the row of a log (aliased log_alias) was written by a transaction the view has
+    not consumed yet (not visible in the snapshot it was last maintained at)."""
+    return (f"NOT pg_visible_in_snapshot({log_alias}.xid, (SELECT CAST(v.last_snapshot AS pg_snapshot) "
+            f"FROM idivm.views AS v WHERE v.id = {int(view_id)}))")
