@@ -1,4 +1,4 @@
-"""The Python API (DESIGN §2): ``idivm.connect(dsn) -> Engine``."""
+"""The Python API: ``idivm.connect(dsn) -> Engine`` (README.md, docs/architecture.md)."""
 from __future__ import annotations
 
 import contextlib
@@ -19,7 +19,7 @@ from .algebra.plan import BRANCH_COLUMN, Aggregate, Union, base_tables, format_p
 from .strategies.aggregate_target import cache_name
 from .strategies.targets import STRATEGIES, build_program, diff_schemas_of, make_target
 from .engines.postgres.materialize import create_tables
-from .engines.postgres.schema import PostgresSchema
+from .introspect.provider import PostgresSchema
 from .engines.postgres.render import format_rendered, render, sql as pg_sql
 from .program.printer import format_program
 from .program.steps import PHASES
@@ -27,8 +27,8 @@ from .program.serialize import from_json, to_json
 from .dsn import resolve_dsn, sqlalchemy_url
 from .errors import DatabaseUnavailable, IdivmError, UnknownObject, first_line
 from .frontend.build_plan import compile_view_sql, ignored_clauses, parse_one
-from .maintain import immediate
-from .maintain.executor import LOCK_CLASS, MaintenanceReport, Stale, maintain_view, run_maintenance
+from .engines.postgres import immediate
+from .engines.postgres.executor import LOCK_CLASS, MaintenanceReport, Stale, maintain_view, run_maintenance
 from .operate.dependencies import dependency_order, dependents, edges
 from .operate.policy import DEFAULT, Policy, notify_threshold, policy_of
 from .operate.status import ViewStatus, view_statuses
@@ -132,7 +132,7 @@ class Engine:
                       mode: str = "deferred") -> None:
         """Compile, create and materialize a maintained view; install capture on its base tables.
 
-        mode="immediate" maintains it inside every writing transaction (maintain/immediate.py).
+        mode="immediate" maintains it inside every writing transaction (engines/postgres/immediate.py).
         minimized=False skips pass 4 (only useful to test that minimization preserves results)."""
         if strategy not in STRATEGIES:
             raise IdivmError(f"unknown strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")

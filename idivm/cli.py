@@ -1,4 +1,4 @@
-"""The `idivm` command line (DESIGN §2). Errors print one line, never a traceback."""
+"""The `idivm` command line (docs/cli.md). Errors print one line, never a traceback."""
 from __future__ import annotations
 
 import sys
@@ -47,7 +47,7 @@ def register_view(
     mode: str = typer.Option("deferred", "--mode", help="deferred (maintain / schedule apply changes later) or "
                              "immediate (inside every writing transaction)"),
 ):
-    """Register a view: compile its Δ-script, create and fill its table, start capturing changes."""
+    """Register a view: compile its Δ-program, create and fill its table, start capturing changes."""
     if (sql is None) == (file is None):
         raise IdivmError("give the view's SELECT with exactly one of --sql or --file")
     if file is not None:
@@ -89,8 +89,9 @@ def verify(name: str):
 
 @app.command()
 def explain(name: str, unminimized: bool = typer.Option(
-        False, "--unminimized", help="show the rule DAG and Δ-script before minimization (pass 4)")):
-    """Show the plan with IDs, the base-table i-diff schemas, the rule DAG and the Δ-script."""
+        False, "--unminimized", help="show the rule DAG, Δ-program and its SQL before minimization (pass 4)")):
+    """Show the plan with IDs, the base-table i-diff schemas, the rule DAG, the Δ-program and its
+    PostgreSQL rendering (the Δ-script)."""
     out.print(_engine().explain(name, unminimized=unminimized), markup=False, highlight=False)
 
 

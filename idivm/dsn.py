@@ -1,4 +1,4 @@
-"""DSN resolution: --dsn > IDIVM_DSN > DATABASE_URL > the embedded default (DESIGN §2)."""
+"""DSN resolution: --dsn > IDIVM_DSN > DATABASE_URL > the embedded default (docs/cli.md, "DSN resolution")."""
 from __future__ import annotations
 
 import os

@@ -1,4 +1,4 @@
-"""Test database fixtures (DESIGN §5).
+"""Test database fixtures (README.md: the test command and its knobs).
 
 Server: IDIVM_TEST_DSN if set, else a server on localhost:5432 if one
 answers, else a throwaway cluster from the system binaries, else

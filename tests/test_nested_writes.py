@@ -5,7 +5,7 @@ savepoints rolled back, and writes under session_replication_role = replica. A s
 trigger fires when its statement ends, so a nested write is logged before the write that caused it,
 and PostgreSQL merges cascaded rows into the outer statement's transition tables: the log's order
 and the pairing of its rows mean nothing, and every view must still equal its query, under every
-strategy and mode (capture/fold.py, maintain/immediate.py)."""
+strategy and mode (capture/fold.py, engines/postgres/immediate.py)."""
 from __future__ import annotations
 
 import random

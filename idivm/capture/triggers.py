@@ -4,7 +4,7 @@ Each captured table gets ``idivm.log_<id>(xid, seq, old_row, new_row)``.
 Statement-level AFTER triggers with transition tables append one row per
 changed tuple, tagged with the writing transaction's top-level xid8
 (``pg_current_xact_id()``); maintenance later consumes exactly the rows of
-transactions that committed between two snapshots (see maintain/instances).
+transactions that committed between two snapshots (see engines/postgres/instances.py).
 
 - INSERT logs (NULL, new); DELETE logs (old, NULL).
 - UPDATE logs (old, new) pairs, one per updated tuple, leaving out pairs
@@ -45,7 +45,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..catalog import repository as catalog
-from ..engines.postgres.reflect import table_info
+from ..introspect.reflect import table_info
 from ..algebra.tables import TableInfo
 from ..sqltext import ident, qualified, run, string_literal
 from .partitions import TRIGGER_DDL, sync_partitions

@@ -3,7 +3,7 @@
 The API, maintenance, the scheduler, status and capture read and write the catalog only through
 these, so a change of the catalog's shape is one migration plus this module. Server-side code
 (capture functions, event triggers, immediate mode's PL/pgSQL) reads the catalog in its own SQL;
-those functions are written by capture/ and maintain/immediate.py.
+those functions are written by capture/ and engines/postgres/immediate.py.
 
 Rows are SQLAlchemy Rows with the catalog's column names.
 """
@@ -14,7 +14,7 @@ import json
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..engines.postgres.reflect import columns_json
+from ..introspect.reflect import columns_json
 from ..sqltext import run
 
 # -- views ------------------------------------------------------------------------------------
@@ -142,7 +142,7 @@ def record_failure(conn: Connection, view_id: int, error: str) -> None:
 
 def captured_columns() -> str:
     """SQL: the columns of the base table of `idivm.captured_tables AS c` as they are now (NULL if
-    it is gone), as columns_json (engines/postgres/reflect.py) writes them."""
+    it is gone), as columns_json (introspect/reflect.py) writes them."""
     return columns_json("to_regclass(quote_ident(c.schema_name) || '.' || quote_ident(c.table_name))")
 
 

@@ -79,12 +79,36 @@ def _conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
     return [c.unnest() for c in e.flatten()] if isinstance(e, exp.And) else [e.unnest()]
 
 
+def _refuse_unsupported(tree: exp.Expression) -> exp.Expression:
+    check_constructs(tree)
+    return tree
+
+
+def _drop_order(tree: exp.Expression) -> exp.Expression:
+    return drop_ignored_order(tree)[0]
+
+
+def _normalize(tree: exp.Expression) -> exp.Expression:
+    return normalize_identifiers(tree, dialect="postgres")
+
+
+# The whole-statement rewrites, in order, each a function from tree to tree (the shape of sqlglot's
+# optimizer RULES); each SELECT is then qualified against the schema provider, its subqueries in FROM
+# merged and its EXISTS / IN subqueries extracted (_compile_select).
+REWRITES = (
+    _refuse_unsupported,  # one refusal naming any construct no rewrite handles (checks.py)
+    _drop_order,  # a top-level ORDER BY means nothing for a stored table (explain notes it)
+    _normalize,  # unquoted identifiers fold to lower case, as PostgreSQL folds them
+    inline_ctes,  # non-recursive WITH (ctes.py)
+    reduce_set_difference,  # L EXCEPT / INTERSECT R -> SELECT DISTINCT L ... [NOT] EXISTS R (setops.py)
+    fold_aggregate_subquery,  # an aggregating subquery in FROM -> a grouped view (aggregate_subqueries.py)
+)
+
+
 def compile_view_sql(schema: SchemaProvider, sql: str) -> CompiledView:
-    parsed = parse_one(sql)
-    check_constructs(parsed)
-    parsed, _ = drop_ignored_order(parsed)
-    tree = inline_ctes(normalize_identifiers(parsed, dialect="postgres"))
-    tree = fold_aggregate_subquery(reduce_set_difference(tree))
+    tree = parse_one(sql)
+    for rewrite in REWRITES:
+        tree = rewrite(tree)
     union = union_branches(tree)
     if union is None:
         plan, aliases = _compile_select(schema, check_statement(tree), first=True)

@@ -2,7 +2,7 @@
 
 The frontend never queries the database itself (as sqlglot's ``qualify(schema=...)`` takes a schema):
 it receives an object with these methods. The PostgreSQL engine's provider
-(engines/postgres/schema.py) answers from PostgreSQL's catalog; tests can give a fixed one.
+(introspect/provider.py) answers from PostgreSQL's catalog; tests can give a fixed one.
 """
 from __future__ import annotations
 

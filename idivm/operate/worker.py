@@ -35,7 +35,7 @@ import sqlalchemy as sa
 
 from ..capture.triggers import NOTIFY_CHANNEL
 from ..errors import DatabaseUnavailable, first_line
-from ..maintain.executor import Busy, maintain_view
+from ..engines.postgres.executor import Busy, maintain_view
 from ..sqltext import ident
 from .dependencies import dependency_order, edges
 from .policy import DEFAULT, Policy

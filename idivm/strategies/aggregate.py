@@ -1,8 +1,8 @@
-"""Δ-scripts for grouped views: the general aggregation rule (Table 7) over an intermediate cache.
+"""Δ-programs for grouped views: the general aggregation rule (Table 7) over an intermediate cache.
 
-1. The cache (the SPJ input below γ, Example 4.6) is maintained by its own Δ-script.
-   Every statement of it is wrapped in a data-modifying CTE whose RETURNING clause
-   records the group keys of the cache rows it deleted, updated or inserted. Group
+1. The cache (the SPJ input below γ, Example 4.6) is maintained by its own program.
+   Every step of it records (a Record, program/steps.py) the group keys of the cache
+   rows it deleted, updated or inserted into a scratch relation. Group
    keys are never updated in place (they are conditional, see rules/project.py), so
    a row moving between groups reports both.
 2. The view then deletes the affected groups and recomputes them from the cache

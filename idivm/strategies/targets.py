@@ -1,7 +1,7 @@
-"""From a view's plan to its target tables and Δ-script, for every plan shape.
+"""From a view's plan to its targets and Δ-program, for every plan shape.
 
 - Project: an SPJ view maintained by the i-diff rules.
-- Union: UNION ALL, one SPJ Δ-script per branch.
+- Union: UNION ALL, one SPJ program per branch.
 - Aggregate: a grouped view (GROUP BY / DISTINCT / UNION) over an intermediate
   cache, which is itself a Project or a Union.
 """

@@ -10,9 +10,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlglot import exp
 
-from ...algebra.tables import TableInfo
-from ...errors import UnsupportedQuery
-from ...sqltext import run
+from ..algebra.tables import TableInfo
+from ..errors import UnsupportedQuery
+from ..sqltext import run
 from .reflect import reflect_table
 
 _CALLS = re.compile(r":(funcid|opfuncid|opno|aggfnoid) (\d+)")

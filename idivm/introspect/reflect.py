@@ -4,8 +4,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ...algebra.tables import TableInfo
-from ...errors import UnknownObject, UnsupportedQuery
+from ..algebra.tables import TableInfo
+from ..errors import UnknownObject, UnsupportedQuery
 
 
 def resolve_table(conn: Connection, schema: str | None, name: str) -> tuple[str, str, str]:

@@ -44,15 +44,15 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..algebra.tables import TableInfo
-from ..capture.fold import fold_select
-from ..capture.triggers import enable_always
-from ..engines.postgres.render import delta_table
-from ..program import relations as R
-from ..engines.postgres.reflect import table_info
-from ..names import display_name
-from ..sqltext import ident, qualified, run, string_literal
-from ..catalog import repository as catalog
+from ...algebra.tables import TableInfo
+from ...capture.fold import fold_select
+from ...capture.triggers import enable_always
+from .render import delta_table
+from ...program import relations as R
+from ...introspect.reflect import table_info
+from ...names import display_name
+from ...sqltext import ident, qualified, run, string_literal
+from ...catalog import repository as catalog
 
 OPEN = "idivm.open_statements"  # transaction-local count of captured statements not yet left
 APPLY = qualified("idivm", "immediate_apply")
@@ -68,7 +68,7 @@ def pending_table(captured_id: int) -> str:
 
 
 def instance_columns(info: TableInfo) -> str:
-    """The i-diff instance table's columns (as maintain/instances.py builds them from the log)."""
+    """The i-diff instance table's columns (as engines/postgres/instances.py builds them from the log)."""
     cols = [f"{ident(R.KIND_COLUMN)} text"]
     cols += [f"{ident(R.pre(c))} {t}" for c, t in info.columns]
     cols += [f"{ident(R.post(c))} {t}" for c, t in info.columns]

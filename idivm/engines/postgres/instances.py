@@ -12,11 +12,11 @@ Columns: kind, pre__<col> and post__<col> for every column of the table.
 """
 from __future__ import annotations
 
-from ..engines.postgres.render import delta_table
-from ..algebra.tables import TableInfo
-from ..capture.fold import fold_select, log_images
-from ..catalog import repository as catalog
-from ..sqltext import run
+from .render import delta_table
+from ...algebra.tables import TableInfo
+from ...capture.fold import fold_select, log_images
+from ...catalog import repository as catalog
+from ...sqltext import run
 
 
 SESSION_TABLES = "idivm_delta_tables"  # key in the DBAPI connection's info: captured id -> column signature

@@ -23,11 +23,11 @@ import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from ..errors import IdivmError, first_line
-from ..catalog import repository as catalog
-from ..engines.postgres.reflect import table_info
-from ..names import display_name
-from ..sqltext import run
+from ...errors import IdivmError, first_line
+from ...catalog import repository as catalog
+from ...introspect.reflect import table_info
+from ...names import display_name
+from ...sqltext import run
 from .instances import build_instance, forget_instances
 
 LOCK_CLASS = 0x1D1B  # advisory lock namespace for view maintenance

@@ -1,1 +1,0 @@
-"""Maintenance time: effective i-diff instances from the logs, then the Δ-script."""
