@@ -9,32 +9,26 @@ import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .capture import drop_capture, ensure_capture
-from .capture.schema_changes import event_triggers_installed, install_event_triggers
 from .capture.partitions import install_sync_function
+from .capture.schema_changes import event_triggers_installed, install_event_triggers
 from .capture.triggers import reinstall_functions
 from .catalog import repository as catalog
 from .catalog.migrate import HEAD, catalog_installed, catalog_revision, upgrade_catalog
-from .algebra.plan import BRANCH_COLUMN, Aggregate, Union, base_tables, format_plan
-from .strategies.aggregate_target import cache_name
-from .strategies.targets import STRATEGIES, build_program, diff_schemas_of, make_target
-from .engines.postgres.materialize import create_tables
+from .algebra.plan import base_tables
+from .strategies.targets import STRATEGIES
 from .introspect.provider import PostgresSchema
-from .engines.postgres.render import format_rendered, render, sql as pg_sql
-from .program.printer import format_program
-from .program.steps import PHASES
-from .program.serialize import from_json, to_json
 from .dsn import resolve_dsn, sqlalchemy_url
 from .errors import DatabaseUnavailable, IdivmError, UnknownObject, first_line
-from .frontend.build_plan import compile_view_sql, ignored_clauses, parse_one
-from .engines.postgres import immediate
+from .frontend.build_plan import compile_view_sql, parse_one
 from .engines.postgres.executor import LOCK_CLASS, MaintenanceReport, Stale, maintain_view, run_maintenance
 from .operate.dependencies import dependency_order, dependents, edges
+from .operate.explain import explain_unminimized, explain_view
 from .operate.policy import DEFAULT, Policy, notify_threshold, policy_of
+from .operate.registry import (MODES, compile_missing_programs, drop_locked, make_immediate_locked, readers_closure,
+                               register_locked, sync_immediate)
 from .operate.status import ViewStatus, view_statuses
 from .names import display_name, parse_name
-from .sqltext import column_types, ident, qualified, run, string_literal
-
+from .sqltext import ident, qualified, run
 
 @dataclass
 class VerifyResult:
@@ -88,23 +82,11 @@ class Engine:
                 install_sync_function(conn)  # server-side helpers as this idivm writes them
             if before is not None and before != HEAD:
                 reinstall_functions(conn, notify_threshold)  # capture functions as this idivm writes them
-                _sync_immediate(conn)  # immediate triggers likewise
-                self._compile_missing_programs(conn)
+                sync_immediate(conn)  # immediate triggers likewise
+                compile_missing_programs(conn)
             if before != HEAD or not event_triggers_installed(conn):
                 install_event_triggers(conn)  # needs a superuser; without one schema changes go unnoticed
         self._catalog_ok = False
-
-    def _compile_missing_programs(self, conn: Connection) -> None:
-        """Views registered before catalog revision 0006 have no stored Δ-program: compile it from their
-        definitions (their stored statements, which maintenance runs, stay as they are). A view whose
-        definition no longer compiles (stale, a base table gone) keeps none until it is refreshed."""
-        for row in catalog.views_without_program(conn):
-            try:
-                with conn.begin_nested():
-                    program = self._compile_program(conn, row)
-            except (IdivmError, sa.exc.DBAPIError):
-                continue
-            catalog.set_program(conn, row.id, to_json(program))
 
     def _require_catalog(self, conn: Connection) -> None:
         if self._catalog_ok:
@@ -148,9 +130,9 @@ class Engine:
         tables = {(t.schema, t.name): t for t in base_tables(compiled.spj)}
         try:
             with self._writers_blocked(set(tables)) as conn:  # nothing slips between the fill and the first log row
-                self._register_locked(conn, schema, view, sql, strategy, minimized)
+                register_locked(conn, schema, view, sql, strategy, minimized)
                 if mode == "immediate":
-                    self._make_immediate_locked(conn, schema, view)
+                    make_immediate_locked(conn, schema, view)
         except psycopg.Error as e:
             state = (e.sqlstate or "")[:2]
             if state == "22":  # data exception while filling the view: its own query failed
@@ -170,48 +152,6 @@ class Engine:
                 for s, t in sorted(tables):
                     run(conn, f"LOCK TABLE {qualified(s, t)} IN SHARE ROW EXCLUSIVE MODE")
                 yield conn
-
-    def _register_locked(self, conn: Connection, schema: str, view: str, sql: str, strategy: str,
-                         minimized: bool) -> None:
-        compiled = compile_view_sql(PostgresSchema(conn), sql)
-        shown = f"{schema}.{view}"
-        if conn.execute(sa.text("SELECT to_regclass(:q) IS NOT NULL"), {"q": qualified(schema, view)}).scalar():
-            taken = catalog.view_by_name(conn, schema, view)
-            what = "a maintained view" if taken else "a table or view"
-            raise IdivmError(f'cannot register "{shown}": {what} with that name already exists')
-        if not conn.execute(sa.text("SELECT 1 FROM pg_namespace WHERE nspname = :s"), {"s": schema}).first():
-            raise UnknownObject(f'schema "{schema}" does not exist')
-        plan, spj = compiled.plan, compiled.spj
-        captured = {}
-        for t in base_tables(spj):
-            if (t.schema, t.name) not in captured:
-                captured[(t.schema, t.name)] = ensure_capture(conn, t, notify_threshold)
-        if isinstance(plan, Aggregate):
-            ids = [["group", k, h] for k, h in zip(plan.keys, plan.id_names)]
-        elif isinstance(plan, Union):
-            ids = [[i.scan, i.column, i.name] for b in plan.branches for i in b.ids] + [["union", "b", BRANCH_COLUMN]]
-        else:
-            ids = [[i.scan, i.column, i.name] for i in plan.ids]
-        view_id = catalog.insert_view(conn, schema, view, sql, strategy, [n for n, _ in plan.outputs], ids,
-                                      format_plan(plan))
-        target = make_target(schema, view, plan, captured, view_id,
-                             column_types=lambda q: column_types(conn, pg_sql(q)))
-        program = build_program(target, strategy, minimized)
-        catalog.set_program(conn, view_id, to_json(program))
-        infos = {captured[(t.schema, t.name)]: t for t in base_tables(spj)}
-        for cid in sorted(set(captured.values())):
-            catalog.insert_input(conn, view_id, cid, infos[cid].columns)
-        reinstall_functions(conn, notify_threshold, sorted(set(captured.values())))  # notify thresholds now count this view
-        for pos, ds in enumerate(diff_schemas_of(plan)):
-            catalog.insert_diff_schema(conn, view_id, pos, ds.scan, captured[(ds.table.schema, ds.table.name)], ds.kind,
-                                       ds.attrs, ds.conditional, ds.label())
-        for pos, (st, text) in enumerate(render(program)):
-            catalog.insert_statement(conn, view_id, pos, st.phase, st.purpose, text, st.driven_by, st.role)
-        for pos, text in enumerate(program.derivations):
-            catalog.insert_derivation(conn, view_id, pos, text)
-        create_tables(conn, target)
-        note = string_literal(f"maintained by idivm ({strategy}): {sql}")
-        run(conn, f"COMMENT ON TABLE {qualified(schema, view)} IS {note}")
 
     # -- maintenance -----------------------------------------------------------------------
     def _view_names(self, names: tuple[str, ...] | list[str]) -> list[tuple[int, str]]:
@@ -280,44 +220,8 @@ class Engine:
         with self.sa.connect() as conn:
             row = self._view(conn, name)
             if unminimized:
-                return self._explain_unminimized(conn, row)
-            schemas = catalog.diff_schema_labels(conn, row.id)
-            derivs = catalog.derivations(conn, row.id)
-            stmts = catalog.statements(conn, row.id)
-            program = catalog.program_of(conn, row.id)
-        parts = [
-            f"view {display_name(row.schema_name, row.view_name)}  (strategy: {row.strategy})",
-            f"definition:\n  {row.definition}",
-        ]
-        parts += [f"note: {n}" for n in ignored_clauses(row.definition)]
-        parts += [
-            "plan (pass 1: IDs):\n" + _indent(row.plan_text),
-            "base-table i-diff schemas:\n" + _indent("\n".join(schemas)),
-        ]
-        if derivs:
-            parts.append("rule DAG (pass 2-4: instantiated rules, composed and minimized):\n" + _indent("\n".join(derivs)))
-        if program is not None:
-            parts.append("Δ-program:\n" + _indent(format_program(from_json(program))))
-        rendered = "\n".join(f"-- [{i}] {PHASES[s.phase]}: {s.purpose}\n{s.sql};" for i, s in enumerate(stmts, 1))
-        parts.append("Δ-script (PostgreSQL):\n" + _indent(rendered))
-        return "\n\n".join(parts)
-
-    def _compile_program(self, conn: Connection, row: sa.Row, minimized: bool = True):
-        """The view's Δ-program compiled afresh from its stored definition."""
-        compiled = compile_view_sql(PostgresSchema(conn), row.definition)
-        captured = catalog.captured_ids_by_table(conn, row.id)
-        target = make_target(row.schema_name, row.view_name, compiled.plan, captured, row.id,
-                             column_types=lambda q: column_types(conn, pg_sql(q)))
-        return build_program(target, row.strategy, minimized=minimized)
-
-    def _explain_unminimized(self, conn: Connection, row: sa.Row) -> str:
-        program = self._compile_program(conn, row, minimized=False)
-        parts = [f"view {display_name(row.schema_name, row.view_name)}  (strategy: {row.strategy}), BEFORE minimization (pass 4)"]
-        if program.derivations:
-            parts.append("rule DAG (pass 2-3: instantiated and composed):\n" + _indent("\n".join(program.derivations)))
-        parts.append("Δ-program before minimization:\n" + _indent(format_program(program)))
-        parts.append("Δ-script (PostgreSQL) before minimization:\n" + _indent(format_rendered(program)))
-        return "\n\n".join(parts)
+                return explain_unminimized(conn, row)
+            return explain_view(conn, row)
 
     def list(self) -> list[dict]:
         return [{
@@ -371,19 +275,10 @@ class Engine:
             if mode == "immediate":
                 report = MaintenanceReport(view=display_name(row.schema_name, row.view_name))
                 run_maintenance(conn, row.id, report, None)  # catch up, in this transaction
-                self._make_immediate_locked(conn, row.schema_name, row.view_name)
+                make_immediate_locked(conn, row.schema_name, row.view_name)
             else:
                 catalog.set_deferred_from_now(conn, row.id)
-                _sync_immediate(conn)
-
-    def _make_immediate_locked(self, conn: Connection, schema: str, view: str) -> None:
-        vid = catalog.view_by_name(conn, schema, view).id
-        partitioned = catalog.partitioned_inputs(conn, vid)
-        if partitioned:
-            raise IdivmError(f"immediate mode is not supported over partitioned tables ({partitioned}): writes "
-                             "straight to a partition would bypass it; maintain the view deferred")
-        catalog.set_immediate(conn, vid)
-        _sync_immediate(conn)
+                sync_immediate(conn)
 
     def grant(self, name: str, role: str) -> None:
         """Let a role read a maintained view (SELECT on its table, nothing else: not the catalog, the
@@ -402,22 +297,7 @@ class Engine:
             if readers:
                 raise IdivmError(f'cannot drop "{name}": the maintained view(s) {", ".join(readers)} read it; '
                                  "drop them first")
-            self._drop_locked(conn, row)
-
-    def _drop_locked(self, conn: Connection, row: sa.Row) -> None:
-        inputs = catalog.input_ids(conn, row.id)
-        run(conn, f"DROP TABLE IF EXISTS {qualified(row.schema_name, row.view_name)}")
-        run(conn, f"DROP TABLE IF EXISTS {qualified('idivm', cache_name(row.id))}")
-        catalog.delete_view(conn, row.id)
-        if row.mode == "immediate":
-            _sync_immediate(conn)
-        kept = []
-        for cid in inputs:
-            if catalog.is_read(conn, cid):
-                kept.append(cid)
-            else:
-                drop_capture(conn, cid)
-        reinstall_functions(conn, notify_threshold, kept)  # notify thresholds without this view's policy
+            drop_locked(conn, row)
 
     def refresh(self, name: str) -> list[str]:
         """Rebuild a view from its stored definition (after a schema change made it stale, or at will),
@@ -427,7 +307,7 @@ class Engine:
         with self.sa.connect() as conn:
             row = self._view(conn, name)
             reads = edges(conn)
-            members = {row.id} | _readers_closure(row.id, reads)
+            members = {row.id} | readers_closure(row.id, reads)
             rows = {r.id: r for r in catalog.all_views(conn) if r.id in members}
             chain = [rows[v] for v in dependency_order(sorted(members), reads)]
             tables: set[tuple[str, str]] = set()
@@ -442,42 +322,19 @@ class Engine:
             conn.rollback()
         with self._writers_blocked(tables) as conn:
             for r in reversed(chain):
-                self._drop_locked(conn, r)
+                drop_locked(conn, r)
             for r in chain:
-                self._register_locked(conn, r.schema_name, r.view_name, r.definition, r.strategy, True)
+                register_locked(conn, r.schema_name, r.view_name, r.definition, r.strategy, True)
                 if r.mode == "immediate":
-                    self._make_immediate_locked(conn, r.schema_name, r.view_name)
+                    make_immediate_locked(conn, r.schema_name, r.view_name)
                 catalog.copy_policy(conn, r, r.schema_name, r.view_name)
             reinstall_functions(conn, notify_threshold)
         return [display_name(r.schema_name, r.view_name) for r in chain]
 
 
-def _sync_immediate(conn: Connection) -> None:
-    """immediate.sync with the views in the order its apply function needs: readers first."""
-    views = catalog.view_ids(conn)
-    immediate.sync(conn, list(reversed(dependency_order(views, edges(conn)))))
-
-
 def _check_mode(mode: str) -> None:
     if mode not in MODES:
         raise IdivmError(f"unknown mode {mode!r}; choose one of: {', '.join(MODES)}")
-
-
-MODES = ("deferred", "immediate")
-
-
-def _readers_closure(view_id: int, reads: dict[int, set[int]]) -> set[int]:
-    """Every view that reads view_id, directly or through other views."""
-    found: set[int] = set()
-    frontier = {view_id}
-    while frontier:
-        frontier = {v for v, inputs in reads.items() if inputs & frontier} - found
-        found |= frontier
-    return found
-
-
-def _indent(text: str) -> str:
-    return "\n".join("  " + line for line in text.splitlines())
 
 
 

@@ -7,6 +7,7 @@ import sqlalchemy as sa
 from psycopg import ProgrammingError
 from psycopg.conninfo import conninfo_to_dict
 
+from .embedded import ensure_embedded
 from .errors import IdivmError
 
 
@@ -18,8 +19,6 @@ def resolve_dsn(dsn: str | None = None, source: str = "--dsn") -> tuple[str, str
     for var in ("IDIVM_DSN", "DATABASE_URL"):
         if os.environ.get(var):
             return checked(normalize(os.environ[var]), var), var
-    from .embedded import ensure_embedded
-
     return ensure_embedded(), "embedded"
 
 

@@ -11,6 +11,7 @@ inside every writing transaction.
 from __future__ import annotations
 
 import os
+import shutil
 import re
 import subprocess
 import tempfile
@@ -20,6 +21,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
 from .. import api
+from ..embedded import bindir
 from .common import (
     machine,
     parser,
@@ -52,10 +54,6 @@ def load(db: psycopg.Connection, rows: int) -> None:
 
 def pgbench_path() -> str:
     """pgbench from PATH, else next to the server binaries (Debian keeps it there)."""
-    import shutil
-
-    from ..embedded import bindir
-
     found = shutil.which("pgbench") or (str(bindir() / "pgbench") if (bindir() / "pgbench").exists() else None)
     if found is None:
         raise SystemExit("pgbench not found (it ships with PostgreSQL's server or client packages)")

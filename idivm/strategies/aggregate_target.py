@@ -4,16 +4,14 @@ its rows carry. Shared by the general rule (strategies/aggregate.py) and the spe
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
 from ..algebra.plan import AGG_MARK, Aggregate
 from ..program.trees import all_of, col, eq
 from .spj import MaintainedTable, Target
+from .union import UnionTarget
 
-if TYPE_CHECKING:
-    from .union import UnionTarget
 
 STATE_N = "__idivm_n"
 
@@ -46,7 +44,7 @@ class AggregateTarget(MaintainedTable):
     name: str
     view_id: int
     agg: Aggregate
-    cache: "Target | UnionTarget"  # the intermediate cache: an SPJ view or a UNION ALL
+    cache: Target | UnionTarget  # the intermediate cache: an SPJ view or a UNION ALL
     # set when the specialized SUM/COUNT/AVG rules apply (aggregate_sum.choose_rule): the
     # aggregated cache columns, each with whether it is summed
     sum_args: dict[str, bool] | None = None

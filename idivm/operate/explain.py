@@ -1,0 +1,53 @@
+"""What `idivm explain` prints: a view's plan with IDs, i-diff schemas, rule DAG, Δ-program and its
+PostgreSQL rendering, from the catalog (or compiled afresh, before minimization)."""
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ..catalog import repository as catalog
+from ..engines.postgres.render import format_rendered
+from ..frontend.build_plan import ignored_clauses
+from ..names import display_name
+from ..program.printer import format_program
+from ..program.serialize import from_json
+from ..program.steps import PHASES
+from .registry import compile_program
+
+
+def explain_view(conn: Connection, row: sa.Row) -> str:
+    """The stored view: plan, i-diff schemas, rule DAG, Δ-program and the statements maintenance runs."""
+    schemas = catalog.diff_schema_labels(conn, row.id)
+    derivs = catalog.derivations(conn, row.id)
+    stmts = catalog.statements(conn, row.id)
+    program = catalog.program_of(conn, row.id)
+    parts = [
+        f"view {display_name(row.schema_name, row.view_name)}  (strategy: {row.strategy})",
+        f"definition:\n  {row.definition}",
+    ]
+    parts += [f"note: {n}" for n in ignored_clauses(row.definition)]
+    parts += [
+        "plan (pass 1: IDs):\n" + _indent(row.plan_text),
+        "base-table i-diff schemas:\n" + _indent("\n".join(schemas)),
+    ]
+    if derivs:
+        parts.append("rule DAG (pass 2-4: instantiated rules, composed and minimized):\n" + _indent("\n".join(derivs)))
+    if program is not None:
+        parts.append("Δ-program:\n" + _indent(format_program(from_json(program))))
+    rendered = "\n".join(f"-- [{i}] {PHASES[s.phase]}: {s.purpose}\n{s.sql};" for i, s in enumerate(stmts, 1))
+    parts.append("Δ-script (PostgreSQL):\n" + _indent(rendered))
+    return "\n\n".join(parts)
+
+
+def explain_unminimized(conn: Connection, row: sa.Row) -> str:
+    program = compile_program(conn, row, minimized=False)
+    parts = [f"view {display_name(row.schema_name, row.view_name)}  (strategy: {row.strategy}), BEFORE minimization (pass 4)"]
+    if program.derivations:
+        parts.append("rule DAG (pass 2-3: instantiated and composed):\n" + _indent("\n".join(program.derivations)))
+    parts.append("Δ-program before minimization:\n" + _indent(format_program(program)))
+    parts.append("Δ-script (PostgreSQL) before minimization:\n" + _indent(format_rendered(program)))
+    return "\n\n".join(parts)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())

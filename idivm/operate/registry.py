@@ -1,0 +1,135 @@
+"""Registering, dropping and rebuilding maintained views, and switching their mode: the work behind
+the API's register_view, drop_view, refresh and set_mode, done inside a transaction the caller
+opened (with writers blocked where a snapshot must not miss a change)."""
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ..algebra.plan import BRANCH_COLUMN, Aggregate, Union, base_tables, format_plan
+from ..capture import drop_capture, ensure_capture
+from ..capture.triggers import reinstall_functions
+from ..catalog import repository as catalog
+from ..engines.postgres import immediate
+from ..engines.postgres.materialize import create_tables
+from ..engines.postgres.render import render, sql as pg_sql
+from ..errors import IdivmError, UnknownObject
+from ..frontend.build_plan import compile_view_sql
+from ..introspect.provider import PostgresSchema
+from ..program.serialize import to_json
+from ..sqltext import column_types, qualified, run, string_literal
+from ..strategies.aggregate_target import cache_name
+from ..strategies.targets import build_program, diff_schemas_of, make_target
+from .dependencies import dependency_order, edges
+from .policy import notify_threshold
+
+MODES = ("deferred", "immediate")
+
+
+def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy: str, minimized: bool) -> None:
+    """Compile the view, store its program and rendered statements, install capture on its base
+    tables and create and fill its table, in the caller's transaction (whose snapshot must be taken
+    after writers to the base tables are blocked, so the fill and the first logged change meet)."""
+    compiled = compile_view_sql(PostgresSchema(conn), sql)
+    shown = f"{schema}.{view}"
+    if conn.execute(sa.text("SELECT to_regclass(:q) IS NOT NULL"), {"q": qualified(schema, view)}).scalar():
+        taken = catalog.view_by_name(conn, schema, view)
+        what = "a maintained view" if taken else "a table or view"
+        raise IdivmError(f'cannot register "{shown}": {what} with that name already exists')
+    if not conn.execute(sa.text("SELECT 1 FROM pg_namespace WHERE nspname = :s"), {"s": schema}).first():
+        raise UnknownObject(f'schema "{schema}" does not exist')
+    plan, spj = compiled.plan, compiled.spj
+    captured = {}
+    for t in base_tables(spj):
+        if (t.schema, t.name) not in captured:
+            captured[(t.schema, t.name)] = ensure_capture(conn, t, notify_threshold)
+    if isinstance(plan, Aggregate):
+        ids = [["group", k, h] for k, h in zip(plan.keys, plan.id_names)]
+    elif isinstance(plan, Union):
+        ids = [[i.scan, i.column, i.name] for b in plan.branches for i in b.ids] + [["union", "b", BRANCH_COLUMN]]
+    else:
+        ids = [[i.scan, i.column, i.name] for i in plan.ids]
+    view_id = catalog.insert_view(conn, schema, view, sql, strategy, [n for n, _ in plan.outputs], ids,
+                                  format_plan(plan))
+    target = make_target(schema, view, plan, captured, view_id,
+                         column_types=lambda q: column_types(conn, pg_sql(q)))
+    program = build_program(target, strategy, minimized)
+    catalog.set_program(conn, view_id, to_json(program))
+    infos = {captured[(t.schema, t.name)]: t for t in base_tables(spj)}
+    for cid in sorted(set(captured.values())):
+        catalog.insert_input(conn, view_id, cid, infos[cid].columns)
+    reinstall_functions(conn, notify_threshold, sorted(set(captured.values())))  # notify thresholds now count this view
+    for pos, ds in enumerate(diff_schemas_of(plan)):
+        catalog.insert_diff_schema(conn, view_id, pos, ds.scan, captured[(ds.table.schema, ds.table.name)], ds.kind,
+                                   ds.attrs, ds.conditional, ds.label())
+    for pos, (st, text) in enumerate(render(program)):
+        catalog.insert_statement(conn, view_id, pos, st.phase, st.purpose, text, st.driven_by, st.role)
+    for pos, text in enumerate(program.derivations):
+        catalog.insert_derivation(conn, view_id, pos, text)
+    create_tables(conn, target)
+    note = string_literal(f"maintained by idivm ({strategy}): {sql}")
+    run(conn, f"COMMENT ON TABLE {qualified(schema, view)} IS {note}")
+
+
+def compile_program(conn: Connection, row: sa.Row, minimized: bool = True):
+    """The view's Δ-program compiled afresh from its stored definition."""
+    compiled = compile_view_sql(PostgresSchema(conn), row.definition)
+    captured = catalog.captured_ids_by_table(conn, row.id)
+    target = make_target(row.schema_name, row.view_name, compiled.plan, captured, row.id,
+                         column_types=lambda q: column_types(conn, pg_sql(q)))
+    return build_program(target, row.strategy, minimized=minimized)
+
+
+def compile_missing_programs(conn: Connection) -> None:
+    """Views registered before catalog revision 0006 have no stored Δ-program: compile it from their
+    definitions (their stored statements, which maintenance runs, stay as they are). A view whose
+    definition no longer compiles (stale, a base table gone) keeps none until it is refreshed."""
+    for row in catalog.views_without_program(conn):
+        try:
+            with conn.begin_nested():
+                program = compile_program(conn, row)
+        except (IdivmError, sa.exc.DBAPIError):
+            continue
+        catalog.set_program(conn, row.id, to_json(program))
+
+
+def make_immediate_locked(conn: Connection, schema: str, view: str) -> None:
+    vid = catalog.view_by_name(conn, schema, view).id
+    partitioned = catalog.partitioned_inputs(conn, vid)
+    if partitioned:
+        raise IdivmError(f"immediate mode is not supported over partitioned tables ({partitioned}): writes "
+                         "straight to a partition would bypass it; maintain the view deferred")
+    catalog.set_immediate(conn, vid)
+    sync_immediate(conn)
+
+
+def drop_locked(conn: Connection, row: sa.Row) -> None:
+    inputs = catalog.input_ids(conn, row.id)
+    run(conn, f"DROP TABLE IF EXISTS {qualified(row.schema_name, row.view_name)}")
+    run(conn, f"DROP TABLE IF EXISTS {qualified('idivm', cache_name(row.id))}")
+    catalog.delete_view(conn, row.id)
+    if row.mode == "immediate":
+        sync_immediate(conn)
+    kept = []
+    for cid in inputs:
+        if catalog.is_read(conn, cid):
+            kept.append(cid)
+        else:
+            drop_capture(conn, cid)
+    reinstall_functions(conn, notify_threshold, kept)  # notify thresholds without this view's policy
+
+
+def sync_immediate(conn: Connection) -> None:
+    """immediate.sync with the views in the order its apply function needs: readers first."""
+    views = catalog.view_ids(conn)
+    immediate.sync(conn, list(reversed(dependency_order(views, edges(conn)))))
+
+
+def readers_closure(view_id: int, reads: dict[int, set[int]]) -> set[int]:
+    """Every view that reads view_id, directly or through other views."""
+    found: set[int] = set()
+    frontier = {view_id}
+    while frontier:
+        frontier = {v for v, inputs in reads.items() if inputs & frontier} - found
+        found |= frontier
+    return found
