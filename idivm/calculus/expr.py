@@ -1,0 +1,177 @@
+"""AGCA expressions, exactly the paper's grammar (VLDBJ'14 Section 3.2):
+
+    q ::= q * q | q + q | -q | c | x | R(x⃗) | Sum[A⃗](q) | x θ 0 | x := q
+
+plus ΔR(x⃗), the delta GMR of relation R in an update (Section 3.4: a batch of signed tuples, of
+which a single-tuple insert or delete is the special case). ``x θ y`` is the paper's sugar for
+``(x - y) θ 0``; comparisons here take two terms (variables or constants) so that values that are
+not numbers (text) compare too. Expressions are immutable; the smart constructors ``add``,
+``mul``, ``neg`` drop the neutral and absorbing elements (0 + q = q, 1 * q = q, 0 * q = 0) so that
+deltas stay small, and never change meaning.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+COMPARISONS = ("=", "!=", "<", "<=", ">", ">=")
+
+
+class Expr:
+    """Base of every AGCA expression."""
+
+    def __add__(self, other: "Expr") -> "Expr":
+        return add(self, other)
+
+    def __mul__(self, other: "Expr") -> "Expr":
+        return mul(self, other)
+
+    def __neg__(self) -> "Expr":
+        return neg(self)
+
+    def __sub__(self, other: "Expr") -> "Expr":
+        return add(self, neg(other))
+
+    def __str__(self) -> str:
+        from .printer import show
+
+        return show(self)
+
+
+@dataclass(frozen=True)
+class Const(Expr):
+    """A constant c ∈ ℚ (the GMR {⟨⟩ ↦ c})."""
+
+    value: Fraction
+
+    def __post_init__(self):
+        object.__setattr__(self, "value", Fraction(self.value))
+
+
+@dataclass(frozen=True)
+class Var(Expr):
+    """A variable's value as a multiplicity: {⟨⟩ ↦ b(x)}; fails if x is not bound."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Rel(Expr):
+    """R(x1, ..., xk): relation R with its columns renamed to the variables, in order."""
+
+    name: str
+    vars: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class DeltaRel(Expr):
+    """ΔR(x1, ..., xk): the signed tuples an update adds to R (negative multiplicities delete)."""
+
+    name: str
+    vars: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Add(Expr):
+    terms: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Mul(Expr):
+    """The natural join, evaluated left to right: each factor sees the bindings of those before it."""
+
+    factors: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class Neg(Expr):
+    """-q, that is (-1) * q."""
+
+    q: Expr
+
+
+@dataclass(frozen=True)
+class Cmp(Expr):
+    """left θ right over variables and constants: {⟨⟩ ↦ 1} if it holds, else the empty GMR."""
+
+    op: str
+    left: Var | Const
+    right: Var | Const
+
+    def __post_init__(self):
+        if self.op not in COMPARISONS:
+            raise ValueError(f"unknown comparison {self.op!r}")
+
+
+@dataclass(frozen=True)
+class Assign(Expr):
+    """x := q: {⟨x: v⟩ ↦ 1} where v is q's (nullary) value; a nested aggregate's value in a variable."""
+
+    var: str
+    q: Expr
+
+
+@dataclass(frozen=True)
+class Sum(Expr):
+    """Sum[A⃗](q): the multiplicity-preserving projection of q on the group-by variables A⃗."""
+
+    group: tuple[str, ...]
+    q: Expr
+
+
+ZERO, ONE = Const(0), Const(1)
+
+
+def is_zero(q: Expr) -> bool:
+    return isinstance(q, Const) and q.value == 0
+
+
+def add(*terms: Expr) -> Expr:
+    flat: list[Expr] = []
+    for t in terms:
+        flat.extend(t.terms if isinstance(t, Add) else (t,))
+    flat = [t for t in flat if not is_zero(t)]
+    if not flat:
+        return ZERO
+    return flat[0] if len(flat) == 1 else Add(tuple(flat))
+
+
+def mul(*factors: Expr) -> Expr:
+    flat: list[Expr] = []
+    for f in factors:
+        flat.extend(f.factors if isinstance(f, Mul) else (f,))
+    if any(is_zero(f) for f in flat):
+        return ZERO
+    flat = [f for f in flat if not (isinstance(f, Const) and f.value == 1)]
+    if not flat:
+        return ONE
+    return flat[0] if len(flat) == 1 else Mul(tuple(flat))
+
+
+def neg(q: Expr) -> Expr:
+    if isinstance(q, Const):
+        return Const(-q.value)
+    if isinstance(q, Neg):
+        return q.q
+    return ZERO if is_zero(q) else Neg(q)
+
+
+def sum_(group, q: Expr) -> Expr:
+    return ZERO if is_zero(q) else Sum(tuple(group), q)
+
+
+def relations(q: Expr) -> set[str]:
+    """Names of the relations q reads (its atoms R(...), not its deltas)."""
+    if isinstance(q, Rel):
+        return {q.name}
+    return set().union(*(relations(c) for c in children(q))) if children(q) else set()
+
+
+def children(q: Expr) -> tuple[Expr, ...]:
+    if isinstance(q, Add):
+        return q.terms
+    if isinstance(q, Mul):
+        return q.factors
+    if isinstance(q, (Neg, Assign, Sum)):
+        return (q.q,)
+    return ()
