@@ -56,19 +56,21 @@ class Var(Expr):
 
 
 @dataclass(frozen=True)
-class Rel(Expr):
-    """R(x1, ..., xk): relation R with its columns renamed to the variables, in order."""
+class Atom(Expr):
+    """A relation read with its columns renamed to variables, in order."""
 
     name: str
     vars: tuple[str, ...]
 
 
 @dataclass(frozen=True)
-class DeltaRel(Expr):
-    """ΔR(x1, ..., xk): the signed tuples an update adds to R (negative multiplicities delete)."""
+class Rel(Atom):
+    """R(x1, ..., xk): relation R of the database."""
 
-    name: str
-    vars: tuple[str, ...]
+
+@dataclass(frozen=True)
+class DeltaRel(Atom):
+    """ΔR(x1, ..., xk): the signed tuples an update adds to R (negative multiplicities delete)."""
 
 
 @dataclass(frozen=True)
