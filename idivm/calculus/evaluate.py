@@ -69,6 +69,8 @@ def evaluate(q: Expr, db: Database, bound: Mapping[str, Any] | None = None,
     """[[q]](D, b⃗): the GMR q denotes on database db in context `bound`; ΔR atoms read `update`."""
     b = dict(bound or {})
     if isinstance(q, Const):
+        if isinstance(q.value, str):
+            raise TypeError(f"text constant {q.value!r} used as a multiplicity")
         return {EMPTY: q.value} if q.value else {}
     if isinstance(q, Var):
         v = _value(q, b)

@@ -40,12 +40,13 @@ class Expr:
 
 @dataclass(frozen=True)
 class Const(Expr):
-    """A constant c ∈ ℚ (the GMR {⟨⟩ ↦ c})."""
+    """A constant c ∈ ℚ (the GMR {⟨⟩ ↦ c}); in a comparison it may also be a text value."""
 
-    value: Fraction
+    value: Fraction | str
 
     def __post_init__(self):
-        object.__setattr__(self, "value", Fraction(self.value))
+        if not isinstance(self.value, str):
+            object.__setattr__(self, "value", Fraction(self.value))
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,8 @@ from .expr import Add, Assign, Cmp, Const, DeltaRel, Expr, Mul, Neg, Rel, Sum, V
 
 def _const(c: Const) -> str:
     v = c.value
+    if isinstance(v, str):
+        return "'" + v.replace("'", "''") + "'"
     return str(v.numerator) if v.denominator == 1 else f"({v.numerator}/{v.denominator})"
 
 
