@@ -1,0 +1,152 @@
+"""The viewlet transform (VLDBJ'14 Sections 4-5, Algorithm 2), first cut: a query and, recursively,
+the parts of its deltas that read the database are materialized as maps; each base relation gets a
+trigger program that adds to every map the delta of its definition, reading ΔR (the batch) and
+other maps, never a base relation.
+
+For each map M = Sum[keys](Q) and each relation R that Q reads:
+1. ΔR M is taken (calculus/delta.py), simplified (calculus/simplify.py) and expanded into a sum of
+   monomials (polynomial expansion, Section 5.1): c * Sum[keys](f1 * ... * fn).
+2. In each monomial, the base-relation atoms with the conditions and values that read only their
+   variables form new maps, one per group of factors connected by shared variables (query
+   decomposition: no cross-product maps), each keyed by the variables the rest of the monomial or
+   M's keys need; the monomial reads those maps instead (atoms of the maps' names).
+3. The new maps are materialized the same way; maps with the same definition are one map
+   (duplicate map elimination).
+
+Nested aggregates (assignments), input variables and the re-evaluate-or-increment decision come
+next; queries with assignments are refused here. The result is checked on the reference
+evaluator: after any batch, every map equals its definition (tests/test_calculus.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from ...calculus.delta import delta
+from ...calculus.expr import (Add, Assign, Atom, Cmp, Const, DeltaRel, Expr, Mul, Neg, Rel, Sum, Var, add, children,
+                              mul, relations)
+from ...calculus.printer import show
+from ...calculus.simplify import simplify
+from ...errors import UnsupportedQuery
+
+
+@dataclass
+class MapDef:
+    name: str
+    keys: tuple[str, ...]
+    query: Expr  # Sum[keys](...) over base relations
+
+
+@dataclass
+class Compiled:
+    maps: list[MapDef] = field(default_factory=list)
+    # relation -> [(map name, increment: an expression over ΔR atoms, map atoms and conditions)]
+    triggers: dict[str, list[tuple[str, Expr]]] = field(default_factory=dict)
+
+    def format(self) -> str:
+        """Maps and trigger programs, in the style of the paper's listings."""
+        lines = [f"{m.name}[{', '.join(m.keys)}] := {show(m.query)}" for m in self.maps]
+        for rel, stmts in sorted(self.triggers.items()):
+            lines.append(f"ON UPDATE {rel} BY Δ{rel}:")
+            lines += [f"  {name} += {show(e)}" for name, e in stmts]
+        return "\n".join(lines)
+
+
+def _vars(q: Expr) -> set[str]:
+    if isinstance(q, Atom):
+        return set(q.vars)
+    if isinstance(q, Var):
+        return {q.name}
+    if isinstance(q, Cmp):
+        return {t.name for t in (q.left, q.right) if isinstance(t, Var)}
+    if isinstance(q, Sum):
+        return set(q.group) | _vars(q.q)
+    if isinstance(q, Assign):
+        return {q.var} | _vars(q.q)
+    return set().union(*(_vars(c) for c in children(q))) if children(q) else set()
+
+
+Monomial = tuple[Fraction, tuple[str, ...] | None, tuple[Expr, ...]]  # coefficient, Sum group (None: none), factors
+
+
+def expand(q: Expr, group: tuple[str, ...] | None = None) -> list[Monomial]:
+    """q as a sum of monomials c * Sum[group](f1 * ... * fn) (polynomial expansion)."""
+    if isinstance(q, Add):
+        return [m for t in q.terms for m in expand(t, group)]
+    if isinstance(q, Neg):
+        return [(-c, g, fs) for c, g, fs in expand(q.q, group)]
+    if isinstance(q, Sum):
+        if group is not None and not set(q.group) >= set(group):
+            raise UnsupportedQuery(f"nested Sum with fewer group variables: {show(q)}")
+        return [(c, q.group, fs) for c, _, fs in expand(q.q, q.group)]
+    if isinstance(q, Const):
+        return [(q.value, group, ())] if q.value else []
+    if isinstance(q, Mul):
+        out: list[Monomial] = [(Fraction(1), group, ())]
+        for f in q.factors:
+            out = [(c1 * c2, group, fs1 + fs2) for c1, _, fs1 in out for c2, _, fs2 in expand(f, group)]
+        return out
+    if isinstance(q, Assign):
+        raise UnsupportedQuery("nested aggregates (assignments) in the viewlet transform")
+    return [(Fraction(1), group, (q,))]
+
+
+class _Compiler:
+    def __init__(self):
+        self.out = Compiled()
+        self.by_definition: dict[Expr, str] = {}
+
+    def materialize(self, query: Sum) -> str:
+        """The name of the map for `query` (materialized once, with its triggers)."""
+        if query in self.by_definition:
+            return self.by_definition[query]
+        name = f"M{len(self.out.maps) + 1}"
+        self.by_definition[query] = name
+        self.out.maps.append(MapDef(name, query.group, query))
+        for rel in sorted(relations(query)):
+            d = simplify(delta(query, rel))
+            terms = [self._monomial(c, g, fs, query.group) for c, g, fs in expand(d)]
+            increment = simplify(add(*terms))
+            self.out.triggers.setdefault(rel, []).append((name, increment))
+        return name
+
+    def _monomial(self, coef: Fraction, group, factors: tuple[Expr, ...], keys: tuple[str, ...]) -> Expr:
+        base = [f for f in factors if isinstance(f, Rel)]
+        if not base:
+            return mul(Const(coef), Sum(group or (), mul(*factors)))
+        base_vars = set().union(*(_vars(f) for f in base))
+        inner = [f for f in factors if not isinstance(f, (Rel, DeltaRel)) and _vars(f) and _vars(f) <= base_vars]
+        outer = [f for f in factors if f not in base and not any(f is i for i in inner)]
+        outside = set().union(*(_vars(f) for f in outer)) | set(keys)
+        deltas = [f for f in outer if isinstance(f, DeltaRel)]
+        rest = [f for f in outer if not isinstance(f, DeltaRel)]
+        atoms = []
+        for part in _components(base + inner):  # query decomposition: one map per connected part
+            part_vars = set().union(*(_vars(f) for f in part))
+            needed = tuple(sorted(part_vars & outside))
+            atoms.append(Rel(self.materialize(Sum(needed, mul(*part))), needed))
+        return mul(Const(coef), Sum(group or (), mul(*deltas, *atoms, *rest)))
+
+
+def _components(factors: list[Expr]) -> list[list[Expr]]:
+    """The factors grouped by shared variables (connected components), in order of first appearance.
+    Parts that share no variable multiply as separate maps instead of one cross-product map."""
+    parts: list[tuple[set[str], list[Expr]]] = []
+    for f in factors:
+        fv = _vars(f)
+        touching = [p for p in parts if p[0] & fv]
+        merged_vars, merged = set(fv), []
+        for p in touching:
+            merged_vars |= p[0]
+            merged += p[1]
+            parts.remove(p)
+        parts.append((merged_vars, merged + [f]))
+    order = {id(f): i for i, f in enumerate(factors)}
+    return sorted((sorted(p[1], key=lambda f: order[id(f)]) for p in parts), key=lambda p: order[id(p[0])])
+
+
+def compile_query(query: Sum) -> Compiled:
+    """Maps and trigger programs for a top-level Sum query (the view's map)."""
+    c = _Compiler()
+    c.materialize(query)
+    return c.out
