@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .relations import bind_relations
-from .steps import PHASES, CreateScratch, DeleteMatching, InsertRows, Program, Record, Step, UpdateMatching
+from .steps import PHASES, AddToMap, CreateScratch, DeleteMatching, InsertRows, Program, Record, Step, UpdateMatching
 
 
 def _label_table(rel) -> exp.Table:
@@ -51,6 +51,8 @@ def format_step(step: Step) -> list[str]:
             keyed += f" where {show(step.unique_where)})" if step.unique_where is not None else ")"
         return ([f"  insert  {show(step.target)} ({', '.join(step.columns)}){keyed}", _indent(show(step.source))]
                 + _record(step.record))
+    if isinstance(step, AddToMap):
+        return [f"  add to  {show(step.target)} [{', '.join(step.keys)}] ({step.value} +=)", _indent(show(step.source))]
     raise TypeError(f"no printer for step {type(step).__name__}")
 
 

@@ -87,7 +87,20 @@ class InsertRows(Step):
     record: Record | None = None
 
 
-WRITES = (DeleteMatching, UpdateMatching, InsertRows)
+@dataclass(kw_only=True)
+class AddToMap(Step):
+    """Add signed values to a map (a higher-order strategy's auxiliary view, VLDBJ'14 Section 4):
+    `source` yields rows of `keys` and `value`; each is added to the map's row with those keys
+    (created if absent), and rows whose value reaches 0 are removed. A map with no keys has one
+    row."""
+
+    target: exp.Table
+    keys: list[str]
+    value: str
+    source: exp.Query
+
+
+WRITES = (DeleteMatching, UpdateMatching, InsertRows, AddToMap)
 
 
 @dataclass

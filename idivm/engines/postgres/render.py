@@ -12,10 +12,11 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...program import relations as R
-from ...program.steps import PHASES, CreateScratch, DeleteMatching, InsertRows, Program, Record, Step, UpdateMatching
+from ...program.steps import PHASES, AddToMap, CreateScratch, DeleteMatching, InsertRows, Program, Record, Step, UpdateMatching
 from ...sqltext import DIALECT, ident, qualified, table_expr
 
 CHANGED = "changed"  # the CTE holding a recorded write's RETURNING rows
+MAP_UNIT = "__unit"  # the key column of a map without keys
 
 
 def delta_table_name(captured_id: int) -> str:
@@ -66,7 +67,28 @@ def _write(step: Step) -> str:
                 conflict += f") WHERE ({sql(step.unique_where)}"
             text += f"\nON CONFLICT ({conflict}) DO NOTHING"
         return text
+    if isinstance(step, AddToMap):
+        return _add_to_map(step)
     raise TypeError(f"the PostgreSQL engine cannot render {type(step).__name__}")
+
+
+def _add_to_map(step: AddToMap) -> str:
+    """Two statements: the source's values summed per key and upserted (INSERT ... ON CONFLICT DO
+    UPDATE adds), then the rows that reached 0 deleted (a second statement: the main query of a
+    data-modifying CTE chain cannot see the rows its CTEs changed). A map without keys is keyed by a
+    constant column (MAP_UNIT) so that it too has a unique key."""
+    keys = step.keys or [MAP_UNIT]
+    v = ident(step.value)
+    cols = ", ".join(ident(k) for k in keys)
+    src_keys = ", ".join(f"s.{ident(k)}" for k in step.keys) if step.keys else f"TRUE AS {ident(MAP_UNIT)}"
+    group = f" GROUP BY {', '.join(f's.{ident(k)}' for k in step.keys)}" if step.keys else ""
+    bare = step.target.copy()
+    bare.set("alias", None)
+    target = sql(bare)
+    return (f"INSERT INTO {target} AS m ({cols}, {v})\nSELECT * FROM (SELECT {src_keys}, sum(s.{v}) AS {v} "
+            f"FROM ({sql(step.source)}) AS s{group}) AS i WHERE i.{v} <> 0\n"
+            f"ON CONFLICT ({cols}) DO UPDATE SET {v} = m.{v} + excluded.{v};\n"
+            f"DELETE FROM {target} WHERE {v} = 0")
 
 
 def _recorded(write: str, r: Record) -> str:

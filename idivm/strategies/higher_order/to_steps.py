@@ -1,0 +1,138 @@
+"""The viewlet transform's maps and triggers (viewlet.py) as Δ-program steps, so that every engine
+runs them like any other strategy's program.
+
+A monomial c * Sum[G](f1 * ... * fn) becomes one SELECT: each atom is a FROM item (ΔR: the base
+table's signed batch; a map: its table; a base relation: its table), a variable is bound by its
+first atom column and equated to later ones, comparisons go to WHERE, and the value is
+SUM(c * Π multiplicities * Π value variables) grouped by G. A trigger's increments are computed
+into scratch relations first and only then added to their maps (AddToMap), so that every increment
+reads the maps as they were before the batch, as the delta rules require.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from sqlglot import exp
+
+from ...calculus.expr import Atom, Cmp, Const, DeltaRel, Expr, Var
+from ...errors import UnsupportedQuery
+from ...program import relations as Rl
+from ...program.steps import AddToMap, CreateScratch, InsertRows, Step
+from ...program.trees import alias, col, eq, num, select, string, subquery, union_all
+from .viewlet import Compiled, expand
+
+VALUE = "__value"
+MULT = "__m"
+
+
+@dataclass
+class BaseTable:
+    """A base relation of the calculus: where it is and its columns in atom order."""
+
+    schema: str
+    name: str
+    columns: tuple[str, ...]
+    captured_id: int
+
+
+def signed_batch(t: BaseTable) -> exp.Query:
+    """ΔR as signed tuples from the i-diff instance: +1 for each post-image, -1 for each pre-image."""
+    d = Rl.delta(t.captured_id, None, of=f"{t.schema}.{t.name}")
+    plus = select([alias(col(None, Rl.post(c)), c) for c in t.columns] + [alias(num(1), MULT)], [d.copy()],
+                  [exp.NEQ(this=col(None, Rl.KIND_COLUMN), expression=string(Rl.DELETED))])
+    minus = select([alias(col(None, Rl.pre(c)), c) for c in t.columns] + [alias(num(-1), MULT)], [d.copy()],
+                   [exp.NEQ(this=col(None, Rl.KIND_COLUMN), expression=string(Rl.INSERTED))])
+    return union_all([plus, minus])
+
+
+class Binder:
+    """How atoms read: base relations and their batches by name, maps by name."""
+
+    def __init__(self, tables: dict[str, BaseTable], map_ref: Callable[[str], exp.Table], map_keys: dict[str, tuple]):
+        self.tables, self.map_ref, self.map_keys = tables, map_ref, map_keys
+
+    def atom(self, a: Atom, alias_: str) -> tuple[exp.Expression, list[str], exp.Expression | None]:
+        """(FROM item, its column per atom variable, its multiplicity or None for 1)."""
+        if isinstance(a, DeltaRel):
+            t = self.tables[a.name]
+            return subquery(signed_batch(t), alias_), list(t.columns), col(alias_, MULT)
+        if a.name in self.map_keys:
+            ref = self.map_ref(a.name).copy()
+            ref.set("alias", exp.TableAlias(this=exp.to_identifier(alias_, quoted=True)))
+            return ref, list(self.map_keys[a.name]), col(alias_, VALUE)
+        t = self.tables[a.name]
+        return Rl.base(t.schema, t.name, alias_), list(t.columns), None
+
+
+def _term(t, bound: dict[str, exp.Expression]) -> exp.Expression:
+    if isinstance(t, Var):
+        return bound[t.name].copy()
+    if isinstance(t.value, str):
+        return string(t.value)
+    v = t.value
+    return exp.Literal.number(str(v.numerator)) if v.denominator == 1 else exp.Div(
+        this=exp.cast(exp.Literal.number(v.numerator), "numeric"), expression=exp.Literal.number(v.denominator))
+
+
+CMP = {"=": exp.EQ, "!=": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE}
+
+
+def monomial_select(coef, group: tuple[str, ...], factors: tuple[Expr, ...], binder: Binder) -> exp.Select:
+    """SELECT group vars, SUM(coef * multiplicities * values) AS __value ... GROUP BY group vars."""
+    froms, where, weights = [], [], [_term(Const(coef), {})]
+    bound: dict[str, exp.Expression] = {}
+    for i, f in enumerate(factors):
+        if isinstance(f, Atom):
+            item, columns, mult = binder.atom(f, f"a{i}")
+            froms.append(item)
+            for var, column in zip(f.vars, columns):
+                c = col(f"a{i}", column)
+                if var in bound:
+                    where.append(eq(bound[var].copy(), c))
+                else:
+                    bound[var] = c
+            if mult is not None:
+                weights.append(mult)
+    for f in factors:
+        if isinstance(f, Cmp):
+            where.append(CMP[f.op](this=_term(f.left, bound), expression=_term(f.right, bound)))
+        elif isinstance(f, Var):
+            weights.append(bound[f.name].copy())
+        elif isinstance(f, Const):
+            weights.append(_term(f, {}))
+        elif not isinstance(f, Atom):
+            raise UnsupportedQuery(f"the higher-order strategy cannot yet run the factor {f}")
+    product = weights[0]
+    for w in weights[1:]:
+        product = exp.Mul(this=product, expression=w)
+    outs = [alias(bound[g].copy(), g) for g in group] + [alias(exp.Sum(this=product), VALUE)]
+    q = select(outs, froms, where)
+    if group:
+        q = q.group_by(*[bound[g].copy() for g in group], copy=False)
+    return q
+
+
+def increment_query(e: Expr, binder: Binder) -> exp.Query:
+    """All monomials of an increment (or a map's definition), as one query of (keys, __value) rows."""
+    return union_all([monomial_select(c, g or (), fs, binder) for c, g, fs in expand(e)])
+
+
+def trigger_steps(compiled: Compiled, relation: str, binder: Binder, scratch_prefix: str,
+                  driven_by: int | None = None) -> list[Step]:
+    """The trigger program of one relation's batch: increments into scratch relations (phase 0),
+    then added to their maps (phase 2)."""
+    steps: list[Step] = []
+    for k, (name, e) in enumerate(compiled.triggers.get(relation, [])):
+        scratch = f"{scratch_prefix}_{relation.replace('.', '_')}_{k}"
+        keys = list(binder.map_keys[name])
+        source = increment_query(e, binder)
+        steps.append(CreateScratch(phase=-1, purpose=f"increment of {name} for Δ{relation}", name=scratch,
+                                   source=source.copy()))
+        steps.append(InsertRows(phase=0, purpose=f"{name} += {e}", target=Rl.scratch(scratch), columns=keys + [VALUE],
+                                source=source, driven_by=driven_by))
+        steps.append(AddToMap(phase=2, purpose=f"apply the increment of {name}", target=binder.map_ref(name),
+                              keys=keys, value=VALUE, source=select([exp.Star()], [Rl.scratch(scratch)]),
+                              driven_by=driven_by))
+    return steps
+
