@@ -6,12 +6,11 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..catalog import repository as catalog
-from ..engines.postgres.render import format_rendered
+from ..engines.postgres.render import format_rendered, format_statements
 from ..frontend.build_plan import ignored_clauses
 from ..names import display_name
 from ..program.printer import format_program
 from ..program.serialize import from_json
-from ..program.steps import PHASES
 from .registry import compile_program
 
 
@@ -34,8 +33,8 @@ def explain_view(conn: Connection, row: sa.Row) -> str:
         parts.append("rule DAG (pass 2-4: instantiated rules, composed and minimized):\n" + _indent("\n".join(derivs)))
     if program is not None:
         parts.append("Δ-program:\n" + _indent(format_program(from_json(program))))
-    rendered = "\n".join(f"-- [{i}] {PHASES[s.phase]}: {s.purpose}\n{s.sql};" for i, s in enumerate(stmts, 1))
-    parts.append("Δ-script (PostgreSQL):\n" + _indent(rendered))
+    script = format_statements((s.phase, s.purpose, s.sql) for s in stmts)
+    parts.append("Δ-script (PostgreSQL):\n" + _indent(script))
     return "\n\n".join(parts)
 
 

@@ -100,8 +100,6 @@ class AddToMap(Step):
     source: exp.Query
 
 
-WRITES = (DeleteMatching, UpdateMatching, InsertRows, AddToMap)
-
 
 @dataclass
 class Program:

@@ -64,7 +64,7 @@ def select(outputs: list[exp.Expression], froms: list[exp.Expression], where: li
     """SELECT outputs FROM froms (comma-joined) WHERE all_of(where)."""
     q = exp.Select(expressions=outputs)
     if froms:
-        q.set("from_" if "from_" in exp.Select.arg_types else "from", exp.From(this=froms[0]))
+        q.set("from_", exp.From(this=froms[0]))  # sqlglot 30 (pinned) names it from_
         if len(froms) > 1:
             q.set("joins", [exp.Join(this=f) for f in froms[1:]])
     if where is not None:

@@ -43,24 +43,19 @@ def sql(tree: exp.Expression) -> str:
     return R.bind_relations(tree, _bind).sql(DIALECT)
 
 
-def _target(t: exp.Table) -> str:
-    """`schema.name AS alias` of a write's target."""
-    return sql(t)
-
-
 def _using(kw: str, items: list[exp.Expression]) -> str:
     return f"\n{kw} {', '.join(sql(i) for i in items)}" if items else ""
 
 
 def _write(step: Step) -> str:
     if isinstance(step, DeleteMatching):
-        return f"DELETE FROM {_target(step.target)}{_using('USING', step.using)}\nWHERE {sql(step.condition)}"
+        return f"DELETE FROM {sql(step.target)}{_using('USING', step.using)}\nWHERE {sql(step.condition)}"
     if isinstance(step, UpdateMatching):
         sets = ", ".join(f"{ident(c)} = {sql(v)}" for c, v in step.assignments)
-        return f"UPDATE {_target(step.target)} SET {sets}{_using('FROM', step.using)}\nWHERE {sql(step.condition)}"
+        return f"UPDATE {sql(step.target)} SET {sets}{_using('FROM', step.using)}\nWHERE {sql(step.condition)}"
     if isinstance(step, InsertRows):
         cols = ", ".join(ident(c) for c in step.columns)
-        text = f"INSERT INTO {_target(step.target)} ({cols})\n{sql(step.source)}"
+        text = f"INSERT INTO {sql(step.target)} ({cols})\n{sql(step.source)}"
         if step.unique_on:
             conflict = ", ".join(ident(c) for c in step.unique_on)
             if step.unique_where is not None:  # a partial unique index
@@ -74,21 +69,27 @@ def _write(step: Step) -> str:
 
 def _add_to_map(step: AddToMap) -> str:
     """Two statements: the source's values summed per key and upserted (INSERT ... ON CONFLICT DO
-    UPDATE adds), then the rows that reached 0 deleted (a second statement: the main query of a
-    data-modifying CTE chain cannot see the rows its CTEs changed). A map without keys is keyed by a
-    constant column (MAP_UNIT) so that it too has a unique key."""
+    UPDATE adds), then the rows of those keys that reached 0 deleted (a second statement: the main
+    query of a data-modifying CTE chain cannot see the rows its CTEs changed). A map without keys is
+    keyed by a constant column (MAP_UNIT) so that it too has a unique key."""
     keys = step.keys or [MAP_UNIT]
     v = ident(step.value)
     cols = ", ".join(ident(k) for k in keys)
-    src_keys = ", ".join(f"s.{ident(k)}" for k in step.keys) if step.keys else f"TRUE AS {ident(MAP_UNIT)}"
-    group = f" GROUP BY {', '.join(f's.{ident(k)}' for k in step.keys)}" if step.keys else ""
     bare = step.target.copy()
     bare.set("alias", None)
-    target = sql(bare)
+    target, source = sql(bare), sql(step.source)
+    if not step.keys:
+        return (f"INSERT INTO {target} AS m ({cols}, {v})\nSELECT * FROM (SELECT TRUE AS {ident(MAP_UNIT)}, "
+                f"sum(s.{v}) AS {v} FROM ({source}) AS s) AS i WHERE i.{v} <> 0\n"
+                f"ON CONFLICT ({cols}) DO UPDATE SET {v} = m.{v} + excluded.{v};\n"
+                f"DELETE FROM {target} WHERE {v} = 0")
+    src_keys = ", ".join(f"s.{ident(k)}" for k in step.keys)
+    match = " AND ".join(f"m.{ident(k)} = c.{ident(k)}" for k in step.keys)
     return (f"INSERT INTO {target} AS m ({cols}, {v})\nSELECT * FROM (SELECT {src_keys}, sum(s.{v}) AS {v} "
-            f"FROM ({sql(step.source)}) AS s{group}) AS i WHERE i.{v} <> 0\n"
+            f"FROM ({source}) AS s GROUP BY {src_keys}) AS i WHERE i.{v} <> 0\n"
             f"ON CONFLICT ({cols}) DO UPDATE SET {v} = m.{v} + excluded.{v};\n"
-            f"DELETE FROM {target} WHERE {v} = 0")
+            f"DELETE FROM {target} AS m USING (SELECT DISTINCT {src_keys} FROM ({source}) AS s) AS c "
+            f"WHERE {match} AND m.{v} = 0")
 
 
 def _recorded(write: str, r: Record) -> str:
@@ -111,10 +112,12 @@ def render(program: Program) -> list[tuple[Step, str]]:
     return [(st, render_step(st)) for st in program.ordered()]
 
 
+def format_statements(statements) -> str:
+    """Rendered statements as explain prints them: (phase, purpose, sql) each, in execution order."""
+    return "\n".join(f"-- [{i}] {PHASES[phase]}: {purpose}\n{text};"
+                     for i, (phase, purpose, text) in enumerate(statements, 1))
+
+
 def format_rendered(program: Program) -> str:
-    """The rendered script as explain prints it."""
-    lines = []
-    for i, (st, text) in enumerate(render(program), 1):
-        lines.append(f"-- [{i}] {PHASES[st.phase]}: {st.purpose}")
-        lines.append(text + ";")
-    return "\n".join(lines)
+    """A program's rendering as explain prints it."""
+    return format_statements((st.phase, st.purpose, text) for st, text in render(program))

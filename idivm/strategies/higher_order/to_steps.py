@@ -20,6 +20,7 @@ from ...errors import UnsupportedQuery
 from ...program import relations as Rl
 from ...program.steps import AddToMap, CreateScratch, InsertRows, Step
 from ...program.trees import alias, col, eq, num, select, string, subquery, union_all
+from ..idiff_steps import kind_is_not
 from .viewlet import Compiled, expand
 
 VALUE = "__value"
@@ -40,9 +41,9 @@ def signed_batch(t: BaseTable) -> exp.Query:
     """ΔR as signed tuples from the i-diff instance: +1 for each post-image, -1 for each pre-image."""
     d = Rl.delta(t.captured_id, None, of=f"{t.schema}.{t.name}")
     plus = select([alias(col(None, Rl.post(c)), c) for c in t.columns] + [alias(num(1), MULT)], [d.copy()],
-                  [exp.NEQ(this=col(None, Rl.KIND_COLUMN), expression=string(Rl.DELETED))])
+                  [kind_is_not(Rl.DELETED, alias=None)])
     minus = select([alias(col(None, Rl.pre(c)), c) for c in t.columns] + [alias(num(-1), MULT)], [d.copy()],
-                   [exp.NEQ(this=col(None, Rl.KIND_COLUMN), expression=string(Rl.INSERTED))])
+                   [kind_is_not(Rl.INSERTED, alias=None)])
     return union_all([plus, minus])
 
 
