@@ -2,26 +2,34 @@
 from __future__ import annotations
 
 import re
+import string
 
-import sqlglot
-from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
-from sqlglot.errors import ParseError
-from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from .errors import IdivmError
 
 
+_PART = r'"(?:[^"]|"")+"|[^\W\d][\w$]*'
+_NAME = re.compile(rf"\s*({_PART})(?:\s*\.\s*({_PART}))?\s*")
+
+
+_FOLD = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
+
+
+def _unquote(part: str) -> str:
+    """PostgreSQL's identifier rules: a quoted part is taken as written, an unquoted one has its ASCII
+    letters folded to lower case (in a UTF-8 database other letters stay as they are)."""
+    return part[1:-1].replace('""', '"') if part.startswith('"') else part.translate(_FOLD)
+
+
 def parse_name(name: str) -> tuple[str | None, str]:
-    """'s.v' / 'v' / '"Mixed Case"' -> (schema or None, name), unquoted parts folded to lower case."""
-    try:
-        t = sqlglot.parse_one(name, into=exp.Table, read="postgres")
-    except ParseError:
-        raise IdivmError(f"invalid view name {name!r}; use NAME or SCHEMA.NAME") from None
-    t = normalize_identifiers(t, dialect="postgres")
-    if t.catalog or not t.name:
+    """'s.v' / 'v' / '"Mixed Case"' -> (schema or None, name), unquoted parts folded to lower case.
+    Any identifier PostgreSQL accepts is a name here, keywords of other SQL dialects too (glob, rlike)."""
+    m = _NAME.fullmatch(name)
+    if m is None:
         raise IdivmError(f"invalid view name {name!r}; use NAME or SCHEMA.NAME")
-    return (t.db or None), t.name
+    first, second = m.group(1), m.group(2)
+    return (_unquote(first), _unquote(second)) if second else (None, _unquote(first))
 
 
 _PLAIN = re.compile(r"[a-z_][a-z0-9_$]*")

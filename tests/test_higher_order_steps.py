@@ -86,7 +86,8 @@ def test_trigger_programs_keep_map_tables_equal_to_their_definitions(db, name, s
                 new = (k, rng.randint(0, 2), rng.randint(0, 2))
                 db.execute(f"INSERT INTO {t.name} VALUES (%s, %s, %s)", new)
                 db.execute(f"INSERT INTO {delta_table(t.captured_id)} VALUES ('I', NULL, NULL, NULL, %s, %s, %s)", new)
-            for step in sorted(trigger_steps(compiled, relation, binder, "idivm_inc"), key=lambda s: s.phase):
+            steps, _ = trigger_steps(compiled, relation, binder, lambda k: f"idivm_inc_{t.captured_id}_{k}")
+            for step in sorted(steps, key=lambda s: s.phase):
                 _run(db, step)
         for m in compiled.maps:
             assert _map_rows(db, m.name) == _definition(db, m, binder), (name, relation, m.name, compiled.format())
@@ -99,7 +100,8 @@ def test_trigger_programs_print_and_round_trip_through_json():
 
     compiled = compile_query(QUERIES["chain"])
     binder = Binder(TABLES, lambda n: Rl.view("public", f"map_{n}"), {m.name: m.keys for m in compiled.maps})
-    program = Program(strategy="higher-order", steps=trigger_steps(compiled, "public.s", binder, "idivm_inc"))
+    steps, _ = trigger_steps(compiled, "public.s", binder, lambda k: f"idivm_inc_{k}")
+    program = Program(strategy="higher-order", steps=steps)
     again = from_json(to_json(program))
     assert [render_step(s) for s in again.steps] == [render_step(s) for s in program.steps]
     printed = format_program(program)

@@ -55,6 +55,11 @@ def insert_view(conn: Connection, schema: str, name: str, definition: str, strat
         "p": plan_text}).scalar_one()
 
 
+def set_ids(conn: Connection, view_id: int, ids: list) -> None:
+    conn.execute(sa.text("UPDATE idivm.views SET id_columns = CAST(:i AS json) WHERE id = :v"),
+                 {"i": json.dumps(ids), "v": view_id})
+
+
 def set_program(conn: Connection, view_id: int, program_json: str) -> None:
     conn.execute(sa.text("UPDATE idivm.views SET program = :p WHERE id = :v"), {"p": program_json, "v": view_id})
 

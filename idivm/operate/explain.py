@@ -11,6 +11,7 @@ from ..frontend.build_plan import ignored_clauses
 from ..names import display_name
 from ..program.printer import format_program
 from ..program.serialize import from_json
+from ..strategies.higher_order.target import STRATEGY as HIGHER_ORDER
 from .registry import compile_program
 
 
@@ -25,12 +26,12 @@ def explain_view(conn: Connection, row: sa.Row) -> str:
         f"definition:\n  {row.definition}",
     ]
     parts += [f"note: {n}" for n in ignored_clauses(row.definition)]
-    parts += [
-        "plan (pass 1: IDs):\n" + _indent(row.plan_text),
-        "base-table i-diff schemas:\n" + _indent("\n".join(schemas)),
-    ]
+    if row.strategy != HIGHER_ORDER:  # its AGCA translation, below, takes the plan's place
+        parts.append("plan (pass 1: IDs):\n" + _indent(row.plan_text))
+    if schemas:
+        parts.append("base-table i-diff schemas:\n" + _indent("\n".join(schemas)))
     if derivs:
-        parts.append("rule DAG (pass 2-4: instantiated rules, composed and minimized):\n" + _indent("\n".join(derivs)))
+        parts.append(f"{_derivations_title(row.strategy)}:\n" + _indent("\n".join(derivs)))
     if program is not None:
         parts.append("Δ-program:\n" + _indent(format_program(from_json(program))))
     script = format_statements((s.phase, s.purpose, s.sql) for s in stmts)
@@ -42,10 +43,18 @@ def explain_unminimized(conn: Connection, row: sa.Row) -> str:
     program = compile_program(conn, row, minimized=False)
     parts = [f"view {display_name(row.schema_name, row.view_name)}  (strategy: {row.strategy}), BEFORE minimization (pass 4)"]
     if program.derivations:
-        parts.append("rule DAG (pass 2-3: instantiated and composed):\n" + _indent("\n".join(program.derivations)))
+        parts.append(f"{_derivations_title(row.strategy, minimized=False)}:\n" + _indent("\n".join(program.derivations)))
     parts.append("Δ-program before minimization:\n" + _indent(format_program(program)))
     parts.append("Δ-script (PostgreSQL) before minimization:\n" + _indent(format_rendered(program)))
     return "\n\n".join(parts)
+
+
+def _derivations_title(strategy: str, minimized: bool = True) -> str:
+    if strategy == HIGHER_ORDER:
+        return "higher-order compilation (VLDBJ'14 Sections 3-5: AGCA, viewlet transform, trigger programs)"
+    if minimized:
+        return "rule DAG (pass 2-4: instantiated rules, composed and minimized)"
+    return "rule DAG (pass 2-3: instantiated and composed)"
 
 
 def _indent(text: str) -> str:

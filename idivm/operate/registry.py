@@ -16,9 +16,11 @@ from ..engines.postgres.render import render, sql as pg_sql
 from ..errors import IdivmError, UnknownObject
 from ..frontend.build_plan import compile_view_sql
 from ..introspect.provider import PostgresSchema
-from ..program.serialize import to_json
+from ..program.serialize import from_json, to_json
+from ..program.steps import written_tables
 from ..sqltext import column_types, qualified, run, string_literal
 from ..strategies.aggregate_target import cache_name
+from ..strategies.higher_order.target import HigherOrderTarget
 from ..strategies.targets import build_program, diff_schemas_of, make_target
 from .dependencies import dependency_order, edges
 from .policy import notify_threshold
@@ -43,23 +45,18 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
     for t in base_tables(spj):
         if (t.schema, t.name) not in captured:
             captured[(t.schema, t.name)] = ensure_capture(conn, t, notify_threshold)
-    if isinstance(plan, Aggregate):
-        ids = [["group", k, h] for k, h in zip(plan.keys, plan.id_names)]
-    elif isinstance(plan, Union):
-        ids = [[i.scan, i.column, i.name] for b in plan.branches for i in b.ids] + [["union", "b", BRANCH_COLUMN]]
-    else:
-        ids = [[i.scan, i.column, i.name] for i in plan.ids]
-    view_id = catalog.insert_view(conn, schema, view, sql, strategy, [n for n, _ in plan.outputs], ids,
+    view_id = catalog.insert_view(conn, schema, view, sql, strategy, [n for n, _ in plan.outputs], [],
                                   format_plan(plan))
     target = make_target(schema, view, plan, captured, view_id,
-                         column_types=lambda q: column_types(conn, pg_sql(q)))
+                         column_types=lambda q: column_types(conn, pg_sql(q)), strategy=strategy)
+    catalog.set_ids(conn, view_id, _ids(plan, target))
     program = build_program(target, strategy, minimized)
     catalog.set_program(conn, view_id, to_json(program))
     infos = {captured[(t.schema, t.name)]: t for t in base_tables(spj)}
     for cid in sorted(set(captured.values())):
         catalog.insert_input(conn, view_id, cid, infos[cid].columns)
     reinstall_functions(conn, notify_threshold, sorted(set(captured.values())))  # notify thresholds now count this view
-    for pos, ds in enumerate(diff_schemas_of(plan)):
+    for pos, ds in enumerate([] if isinstance(target, HigherOrderTarget) else diff_schemas_of(plan)):
         catalog.insert_diff_schema(conn, view_id, pos, ds.scan, captured[(ds.table.schema, ds.table.name)], ds.kind,
                                    ds.attrs, ds.conditional, ds.label())
     for pos, (st, text) in enumerate(render(program)):
@@ -71,12 +68,23 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
     run(conn, f"COMMENT ON TABLE {qualified(schema, view)} IS {note}")
 
 
+def _ids(plan, target) -> list[list[str]]:
+    """The view table's identifying columns, for the catalog."""
+    if isinstance(target, HigherOrderTarget):
+        return target.catalog_ids()
+    if isinstance(plan, Aggregate):
+        return [["group", k, h] for k, h in zip(plan.keys, plan.id_names)]
+    if isinstance(plan, Union):
+        return [[i.scan, i.column, i.name] for b in plan.branches for i in b.ids] + [["union", "b", BRANCH_COLUMN]]
+    return [[i.scan, i.column, i.name] for i in plan.ids]
+
+
 def compile_program(conn: Connection, row: sa.Row, minimized: bool = True):
     """The view's Δ-program compiled afresh from its stored definition."""
     compiled = compile_view_sql(PostgresSchema(conn), row.definition)
     captured = catalog.captured_ids_by_table(conn, row.id)
     target = make_target(row.schema_name, row.view_name, compiled.plan, captured, row.id,
-                         column_types=lambda q: column_types(conn, pg_sql(q)))
+                         column_types=lambda q: column_types(conn, pg_sql(q)), strategy=row.strategy)
     return build_program(target, row.strategy, minimized=minimized)
 
 
@@ -107,6 +115,10 @@ def drop_locked(conn: Connection, row: sa.Row) -> None:
     inputs = catalog.input_ids(conn, row.id)
     run(conn, f"DROP TABLE IF EXISTS {qualified(row.schema_name, row.view_name)}")
     run(conn, f"DROP TABLE IF EXISTS {qualified('idivm', cache_name(row.id))}")
+    program = catalog.program_of(conn, row.id)
+    for schema, name in written_tables(from_json(program)) if program is not None else ():
+        if (schema, name) != (row.schema_name, row.view_name):  # its maps (the view table is dropped above)
+            run(conn, f"DROP TABLE IF EXISTS {qualified(schema, name)}")
     catalog.delete_view(conn, row.id)
     if row.mode == "immediate":
         sync_immediate(conn)

@@ -9,9 +9,14 @@ PostgreSQL text: the PostgreSQL engine renders a DeleteMatching as ``DELETE ... 
 engine as an anti-join.
 
 Steps run in phases (PHASES): deletes, then updates, then inserts, then a grouped view's
-recomputation. Every step reads post-state base tables and effective i-diffs, so within a phase
-order does not matter; deleting first means an insert never collides with a row that a later
-delete removes.
+recomputation. Every step reads post-state base tables and effective i-diffs, so within those
+phases order does not matter; deleting first means an insert never collides with a row that a
+later delete removes.
+
+The higher-order strategy's programs use two phases of their own, and in them the order of the
+steps is the order they were emitted (Program.ordered sorts stably): "maps" processes one base
+table's batch after another (its increments computed from the maps as they are, then added), and
+"view from maps" rewrites the view's rows whose keys the batches touched.
 """
 from __future__ import annotations
 
@@ -19,7 +24,11 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-PHASES = {-1: "setup", 0: "delete", 1: "update", 2: "insert", 3: "aggregate", 4: "aggregate: insert"}
+from .relations import VIEW, relation_of
+
+PHASES = {-1: "setup", 0: "delete", 1: "update", 2: "insert", 3: "aggregate", 4: "aggregate: insert",
+          5: "maps", 6: "view from maps"}
+MAPS_PHASE, VIEW_FROM_MAPS_PHASE = 5, 6
 VIEW_ROLE, CACHE_ROLE = "view", "cache"
 
 
@@ -100,6 +109,15 @@ class AddToMap(Step):
     source: exp.Query
 
 
+def written_tables(program: "Program") -> list[tuple[str, str]]:
+    """(schema, name) of every maintained table the program writes: the view, its caches, its maps."""
+    out: list[tuple[str, str]] = []
+    for st in program.steps:
+        rel = relation_of(st.target) if hasattr(st, "target") else None
+        if rel is not None and rel.kind == VIEW and (rel.schema, rel.name) not in out:
+            out.append((rel.schema, rel.name))
+    return out
+
 
 @dataclass
 class Program:
@@ -110,4 +128,5 @@ class Program:
     derivations: list[str] = field(default_factory=list)
 
     def ordered(self) -> list[Step]:
+        """Steps by phase; within a phase in the order emitted (a stable sort)."""
         return sorted(self.steps, key=lambda s: s.phase)

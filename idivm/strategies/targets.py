@@ -4,6 +4,7 @@
 - Union: UNION ALL, one SPJ program per branch.
 - Aggregate: a grouped view (GROUP BY / DISTINCT / UNION) over an intermediate
   cache, which is itself a Project or a Union.
+- Under the higher-order strategy, any of them: its maps and view table (higher_order/).
 """
 from __future__ import annotations
 
@@ -14,15 +15,19 @@ from .aggregate import general_program
 from .aggregate_sum import choose_rule, sum_program
 from .aggregate_target import AggregateTarget, cache_name
 from .diff_schemas import base_diff_schemas
+from .higher_order.target import STRATEGY as HIGHER_ORDER, HigherOrderTarget, higher_order_program, make_higher_order_target
 from .id import id_program
 from .spj import Target
 from .tuple import tuple_program
 from .union import UnionTarget, union_program
 
 
-def make_target(schema: str, name: str, plan, captured: dict, view_id: int, column_types=None):
+def make_target(schema: str, name: str, plan, captured: dict, view_id: int, column_types=None,
+                strategy: str | None = None):
     """column_types(sql) -> type OIDs of a query's columns: lets a grouped view use the specialized
     SUM/COUNT/AVG rules when its arguments are exact numbers (without it, the general rule)."""
+    if strategy == HIGHER_ORDER:
+        return make_higher_order_target(schema, name, plan, captured, view_id)
     if isinstance(plan, Aggregate):
         cache = make_target("idivm", cache_name(view_id), plan.cache, captured, view_id)
         target = AggregateTarget(schema=schema, name=name, view_id=view_id, agg=plan, cache=cache)
@@ -34,7 +39,7 @@ def make_target(schema: str, name: str, plan, captured: dict, view_id: int, colu
     return Target(schema=schema, name=name, plan=plan, captured=captured)
 
 
-STRATEGIES = ("id", "tuple")
+STRATEGIES = ("id", "tuple", HIGHER_ORDER)
 
 
 def compile_program(target: Target, strategy: str, minimized: bool = True) -> Program:
@@ -47,6 +52,8 @@ def compile_program(target: Target, strategy: str, minimized: bool = True) -> Pr
 
 
 def build_program(target, strategy: str, minimized: bool = True) -> Program:
+    if isinstance(target, HigherOrderTarget):
+        return higher_order_program(target)
     if isinstance(target, AggregateTarget):
         # footnote 6: without a cache there is no cache program
         cache = Program(strategy=strategy) if target.agg.no_cache else build_program(target.cache, strategy, minimized)

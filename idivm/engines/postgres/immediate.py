@@ -49,6 +49,8 @@ from ...capture.fold import fold_select
 from ...capture.triggers import enable_always
 from .render import delta_table
 from ...program import relations as R
+from ...program.serialize import from_json
+from ...program.steps import CreateScratch
 from ...introspect.reflect import table_info
 from ...names import display_name
 from ...sqltext import ident, qualified, run, string_literal
@@ -121,8 +123,17 @@ def _truncate_body(info: TableInfo, views: list[str]) -> str:
     return f"BEGIN\n  RAISE EXCEPTION {msg} USING ERRCODE = 'feature_not_supported';\nEND"
 
 
+def scratch_names(program_json: str | None, view_id: int) -> list[str]:
+    """The scratch relations a view's statements create (CREATE TEMP TABLE ... ON COMMIT DROP): a
+    second application in the same transaction drops them first. Views whose program could not be
+    compiled (catalog revision 0006's upgrade) use the names the grouped rules have always used."""
+    if program_json is None:
+        return [f"idivm_{what}_{view_id}" for what in ("affected", "group_deltas")]
+    return [st.name for st in from_json(program_json).steps if isinstance(st, CreateScratch)]
+
+
 def _apply_body(views: list[sa.Row], inputs: dict[int, TableInfo], reads: dict[int, list[int]],
-                scripts: dict[int, list[sa.Row]]) -> str:
+                scripts: dict[int, list[sa.Row]], scratches: dict[int, list[str]]) -> str:
     changed = {cid: f"changed_{cid}" for cid in sorted(inputs)}
     declare = "\n".join(f"  {v} boolean;" for v in changed.values())
     fold = []
@@ -139,7 +150,8 @@ def _apply_body(views: list[sa.Row], inputs: dict[int, TableInfo], reads: dict[i
     apply = []
     for v in views:
         shown = display_name(v.schema_name, v.view_name)
-        scratch = ", ".join(f"pg_temp.{ident(f'idivm_{what}_{v.id}')}" for what in ("affected", "group_deltas"))
+        drop = (f"      DROP TABLE IF EXISTS {', '.join(qualified('pg_temp', n) for n in scratches[v.id])};\n"
+                if scratches[v.id] else "")
         msg_isolation = string_literal(
             f"view {shown} is maintained immediately, which needs writers at READ COMMITTED; this transaction "
             "runs at %; switch the view to deferred (idivm set-mode "
@@ -155,8 +167,7 @@ def _apply_body(views: list[sa.Row], inputs: dict[int, TableInfo], reads: dict[i
         RAISE EXCEPTION {msg_isolation}, current_setting('transaction_isolation') USING ERRCODE = 'feature_not_supported';
       END IF;
       LOCK TABLE {qualified(v.schema_name, v.view_name)} IN EXCLUSIVE MODE;
-      DROP TABLE IF EXISTS {scratch};
-{chr(10).join(statements)}
+{drop}{chr(10).join(statements)}
     END IF;""")
     nothing = " AND ".join(f"NOT {c}" for c in changed.values())
     clear = "\n".join(f"  DELETE FROM {delta_table(cid)};" for cid in sorted(inputs))
@@ -200,6 +211,7 @@ def sync(conn: Connection, readers_first: list[int]) -> None:
     reads: dict[int, list[int]] = {}
     readers: dict[int, list[str]] = {}
     scripts: dict[int, list[sa.Row]] = {}
+    scratches: dict[int, list[str]] = {}
     for v in views:
         rows = catalog.view_inputs(conn, v.id, reflect=True)
         reads[v.id] = [t.id for t in rows]
@@ -208,13 +220,14 @@ def sync(conn: Connection, readers_first: list[int]) -> None:
                 inputs[t.id] = table_info(t.schema_name, t.table_name, t.columns)
             readers.setdefault(t.id, []).append(display_name(v.schema_name, v.view_name))
         scripts[v.id] = catalog.statements(conn, v.id)
+        scratches[v.id] = scratch_names(catalog.program_of(conn, v.id), v.id)
     for v in views:  # a table dropped under a (now stale) view: its reads drop out
         reads[v.id] = [c for c in reads[v.id] if c in inputs]
     order = [i for i in order if reads[i]]
     if not inputs:
         return
     _function(conn, ENTER, "trigger", _enter_body())
-    _function(conn, APPLY, "void", _apply_body([by_id[i] for i in order], inputs, reads, scripts))
+    _function(conn, APPLY, "void", _apply_body([by_id[i] for i in order], inputs, reads, scripts, scratches))
     for cid, info in sorted(inputs.items()):
         leave = qualified("idivm", f"immediate_leave_{cid}")
         truncate = qualified("idivm", f"immediate_truncate_{cid}")

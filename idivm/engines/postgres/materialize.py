@@ -4,10 +4,11 @@ from __future__ import annotations
 from ...algebra.plan import BRANCH_COLUMN, scans
 from ...strategies.aggregate import group_select
 from ...strategies.aggregate_target import AggregateTarget
+from ...strategies.higher_order.target import HigherOrderTarget
 from ...strategies.spj import Target, full_query
 from ...strategies.union import UnionTarget
 from ...sqltext import ident, qualified, run
-from .render import sql
+from .render import MAP_UNIT, sql
 
 # Maintained tables are updated in place by every maintenance: SPJ views and caches when a non-key
 # attribute changes, grouped views on every change of their groups' aggregates. Those columns are not
@@ -74,13 +75,39 @@ def table_of(target) -> str:
 
 
 def tables_of(target) -> list[str]:
+    if isinstance(target, HigherOrderTarget):
+        return [qualified("idivm", name) for name, _, _ in target.map_fills()] + [table_of(target)]
     if isinstance(target, AggregateTarget):
         return ([] if target.agg.no_cache else tables_of(target.cache)) + [table_of(target)]
     return [table_of(target)]
 
 
+def create_higher_order_tables(conn, t: HigherOrderTarget) -> None:
+    """Each map filled from its definition and keyed by its keys (a map without keys by the constant
+    MAP_UNIT column, as the engine's AddToMap expects), with an index for each other way the
+    trigger programs look it up; then the view table, filled from the top-level maps."""
+    for name, keys, fill in t.map_fills():
+        table = qualified("idivm", name)
+        if keys:
+            run(conn, f"CREATE TABLE {table} {WITH_STORAGE} AS\n{sql(fill)}")
+        else:
+            run(conn, f"CREATE TABLE {table} {WITH_STORAGE} AS\nSELECT TRUE AS {ident(MAP_UNIT)}, f.* FROM ({sql(fill)}) AS f")
+        run(conn, f"ALTER TABLE {table} ADD PRIMARY KEY ({', '.join(ident(k) for k in keys or [MAP_UNIT])})")
+    for name, lookups in t.map_lookups().items():
+        for cols in lookups:
+            run(conn, f"CREATE INDEX ON {qualified('idivm', name)} ({', '.join(ident(c) for c in cols)})")
+    view, layout = table_of(t), t.table
+    columns = ", ".join(f"{ident(c)} {typ}" for c, typ in layout.columns)
+    run(conn, f"CREATE TABLE {view} ({columns}) {WITH_STORAGE}")
+    run(conn, f"INSERT INTO {view} ({', '.join(ident(c) for c, _ in layout.columns)})\n{sql(t.view_from_maps.fill())}")
+    if layout.primary_key:
+        run(conn, f"ALTER TABLE {view} ADD PRIMARY KEY ({', '.join(ident(c) for c in layout.primary_key)})")
+
+
 def _create(conn, target) -> None:
-    if isinstance(target, AggregateTarget):
+    if isinstance(target, HigherOrderTarget):
+        create_higher_order_tables(conn, target)
+    elif isinstance(target, AggregateTarget):
         if not target.agg.no_cache:
             _create(conn, target.cache)
         table = table_of(target)

@@ -18,10 +18,10 @@ from sqlglot import exp
 from ...calculus.expr import Atom, Cmp, Const, DeltaRel, Expr, Var
 from ...errors import UnsupportedQuery
 from ...program import relations as Rl
-from ...program.steps import AddToMap, CreateScratch, InsertRows, Step
+from ...program.steps import CACHE_ROLE, MAPS_PHASE, AddToMap, CreateScratch, InsertRows, Step
 from ...program.trees import alias, col, eq, num, select, string, subquery, union_all
 from ..idiff_steps import kind_is_not
-from .viewlet import Compiled, expand
+from .viewlet import Compiled, MapDef, expand
 
 VALUE = "__value"
 MULT = "__m"
@@ -119,21 +119,42 @@ def increment_query(e: Expr, binder: Binder) -> exp.Query:
     return union_all([monomial_select(c, g or (), fs, binder) for c, g, fs in expand(e)])
 
 
-def trigger_steps(compiled: Compiled, relation: str, binder: Binder, scratch_prefix: str,
-                  driven_by: int | None = None) -> list[Step]:
-    """The trigger program of one relation's batch: increments into scratch relations (phase 0),
-    then added to their maps (phase 2)."""
-    steps: list[Step] = []
+def trigger_steps(compiled: Compiled, relation: str, binder: Binder, scratch_name: Callable[[int], str],
+                  driven_by: int | None = None) -> tuple[list[Step], list[tuple[str, str]]]:
+    """The trigger program of one relation's batch: each increment computed into a scratch relation,
+    then added to its map. Returns the steps and, per increment, (map, scratch): the keys a batch
+    touched. The scratch relations are created in the setup phase; the rest runs in the maps phase
+    in this order, after the batches of the relations before this one (see program/steps.py): all
+    increments first, so that each reads the maps as they were before this batch, then the additions."""
+    setup: list[Step] = []
+    increments: list[Step] = []
+    additions: list[Step] = []
+    written: list[tuple[str, str]] = []
     for k, (name, e) in enumerate(compiled.triggers.get(relation, [])):
-        scratch = f"{scratch_prefix}_{relation.replace('.', '_')}_{k}"
+        scratch = scratch_name(k)
         keys = list(binder.map_keys[name])
         source = increment_query(e, binder)
-        steps.append(CreateScratch(phase=-1, purpose=f"increment of {name} for Δ{relation}", name=scratch,
-                                   source=source.copy()))
-        steps.append(InsertRows(phase=0, purpose=f"{name} += {e}", target=Rl.scratch(scratch), columns=keys + [VALUE],
-                                source=source, driven_by=driven_by))
-        steps.append(AddToMap(phase=2, purpose=f"apply the increment of {name}", target=binder.map_ref(name),
-                              keys=keys, value=VALUE, source=select([exp.Star()], [Rl.scratch(scratch)]),
-                              driven_by=driven_by))
-    return steps
+        setup.append(CreateScratch(phase=-1, purpose=f"increment of {name} for Δ{relation}", name=scratch,
+                                   source=source.copy(), role=CACHE_ROLE))
+        increments.append(InsertRows(phase=MAPS_PHASE, purpose=f"Δ{relation}: {name} += {e}",
+                                     target=Rl.scratch(scratch), columns=keys + [VALUE], source=source,
+                                     driven_by=driven_by, role=CACHE_ROLE))
+        additions.append(AddToMap(phase=MAPS_PHASE, purpose=f"Δ{relation}: apply the increment of {name}",
+                                  target=binder.map_ref(name), keys=keys, value=VALUE,
+                                  source=select([exp.Star()], [Rl.scratch(scratch)]), driven_by=driven_by,
+                                  role=CACHE_ROLE))
+        written.append((name, scratch))
+    steps = setup + increments + additions  # every increment reads the maps before any is added
+    return steps, written
 
+
+def definition_query(m: MapDef, binder: Binder) -> exp.Query:
+    """A map's rows from its definition over the base tables: (keys, __value), zeros left out (the
+    initial fill; a map's absent key has value 0)."""
+    inner = subquery(increment_query(m.query, binder), "d")
+    keys = [col("d", k) for k in m.keys]
+    total = exp.Sum(this=col("d", VALUE))
+    q = select([alias(k.copy(), k.name) for k in keys] + [alias(total, VALUE)], [inner])
+    if keys:
+        q = q.group_by(*[k.copy() for k in keys], copy=False)
+    return q.having(exp.NEQ(this=total.copy(), expression=num(0)), copy=False)

@@ -46,6 +46,11 @@ class Translation:
     maps: dict[str, Expr] = field(default_factory=dict)
     outputs: list[tuple[str, tuple[str, object]]] = field(default_factory=list)
     count_map: str = "count"
+    grouped: bool = False  # a GROUP BY (or aggregate) view: one row per group; else a multiset of rows
+    types: dict[str, str] = field(default_factory=dict)  # SQL type of each variable and each output
+
+    def output_type(self, name: str) -> str:
+        return self.types[name]
 
 
 def refuse(what: str) -> UnsupportedQuery:
@@ -90,6 +95,21 @@ def _body(node, nullable) -> Expr:
     raise refuse(type(node).__name__)
 
 
+def _variable_types(plan) -> dict[str, str]:
+    return {variable(s.alias, c): t for s in scans(plan) for c, t in s.table.columns}
+
+
+# PostgreSQL's result types of SUM and AVG over the exact numeric types (its pg_aggregate entries);
+# over floating-point types the result depends on the order of the additions, which incremental
+# maintenance cannot reproduce, so they are refused.
+SUM_TYPES = {"smallint": "bigint", "integer": "bigint", "bigint": "numeric", "numeric": "numeric"}
+AVG_TYPES = {"smallint": "numeric", "integer": "numeric", "bigint": "numeric", "numeric": "numeric"}
+
+
+def _base_type(sql_type: str) -> str:
+    return sql_type.split("(", 1)[0].strip()
+
+
 def _output_var(e: exp.Expression, nullable) -> str:
     if isinstance(e, exp.Coalesce):  # NATURAL / USING joins: the columns are equal (inner join)
         e = e.this
@@ -110,7 +130,10 @@ def translate(plan) -> Translation:
     body = _body(plan.child, nullable)
     outs = [(n, _output_var(e, nullable)) for n, e in plan.outputs]
     group = tuple(dict.fromkeys(v for _, v in outs))
-    return Translation(group=group, maps={"count": Sum(group, body)}, outputs=[(n, ("var", v)) for n, v in outs])
+    types = _variable_types(plan)
+    types.update({n: types[v] for n, v in outs})
+    return Translation(group=group, maps={"count": Sum(group, body)}, outputs=[(n, ("var", v)) for n, v in outs],
+                       types=types)
 
 
 def _plain(plan: Project) -> None:
@@ -133,21 +156,30 @@ def _aggregate(agg: Aggregate) -> Translation:
     _plain(cache)
     body = _body(cache.child, nullable)
     cols = {n: _output_var(e, nullable) for n, e in cache.outputs}
-    group = tuple(cols[k] for k in agg.keys)
-    out = Translation(group=group, maps={"count": Sum(group, body)})
+    group = tuple(dict.fromkeys(cols[k] for k in agg.keys))
+    out = Translation(group=group, maps={"count": Sum(group, body)}, grouped=True, types=_variable_types(cache))
     for name, e in agg.outputs:
         if isinstance(e, exp.Column) and e.table == AGG_MARK and e.name in agg.keys:
             out.outputs.append((name, ("var", cols[e.name])))
+            out.types[name] = out.types[cols[e.name]]
             continue
         if not isinstance(e, (exp.Count, exp.Sum, exp.Avg)) or e.args.get("distinct"):
             raise refuse(f"the output {e.sql('postgres')}")
         arg = e.this
         if isinstance(e, exp.Count):  # no NULLs: COUNT(a) = COUNT(*)
             out.outputs.append((name, ("map", "count")))
+            out.types[name] = "bigint"
             continue
         if not (isinstance(arg, exp.Column) and arg.table == AGG_MARK):
             raise refuse(f"the aggregate argument {arg.sql('postgres')}")
+        var = cols[arg.name]
+        result_types = SUM_TYPES if isinstance(e, exp.Sum) else AVG_TYPES
+        arg_type = _base_type(out.types[var])
+        if arg_type not in result_types:
+            raise refuse(f"{e.key.upper()} over {var} of type {out.types[var]} (only integer and numeric "
+                         "arguments add up exactly in any order)")
+        out.types[name] = result_types[arg_type]
         summed = f"sum_{arg.name}"
-        out.maps[summed] = Sum(group, mul(body, Var(cols[arg.name])))
+        out.maps[summed] = Sum(group, mul(body, Var(var)))
         out.outputs.append((name, ("map", summed) if isinstance(e, exp.Sum) else ("avg", (summed, "count"))))
     return out

@@ -42,6 +42,10 @@ class Compiled:
     maps: list[MapDef] = field(default_factory=list)
     # relation -> [(map name, increment: an expression over ΔR atoms, map atoms and conditions)]
     triggers: dict[str, list[tuple[str, Expr]]] = field(default_factory=dict)
+    top: dict[str, str] = field(default_factory=dict)  # each query asked for -> the map that holds it
+
+    def map(self, name: str) -> MapDef:
+        return next(m for m in self.maps if m.name == name)
 
     def format(self) -> str:
         """Maps and trigger programs, in the style of the paper's listings."""
@@ -145,8 +149,15 @@ def _components(factors: list[Expr]) -> list[list[Expr]]:
     return sorted((sorted(p[1], key=lambda f: order[id(f)]) for p in parts), key=lambda p: order[id(p[0])])
 
 
-def compile_query(query: Sum) -> Compiled:
-    """Maps and trigger programs for a top-level Sum query (the view's map)."""
+def compile_queries(queries: dict[str, Sum]) -> Compiled:
+    """Maps and trigger programs for top-level Sum queries (a view's maps: its COUNT and each SUM),
+    compiled together so that they share the maps of their deltas; `top` names each one's map."""
     c = _Compiler()
-    c.materialize(query)
+    for name, query in queries.items():
+        c.out.top[name] = c.materialize(query)
     return c.out
+
+
+def compile_query(query: Sum) -> Compiled:
+    """Maps and trigger programs for one top-level Sum query."""
+    return compile_queries({"query": query})

@@ -1,0 +1,124 @@
+"""A view maintained by the higher-order strategy: its AGCA translation, the maps the viewlet
+transform chose, the tables they live in, and its Δ-program (VLDBJ'14 Section 4: one trigger
+program per base relation; here one per captured table's batch, run one table after another).
+
+Maps are tables ``idivm.map_<view id>_<map>`` with the map's keys (named by their variables) and
+``__value``; the view table is derived from the top-level maps (view_table.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from ...algebra.plan import Aggregate, scans
+from ...calculus.expr import Atom, DeltaRel
+from ...calculus.printer import show
+from ...program import relations as Rl
+from ...program.steps import Program
+from .to_steps import BaseTable, Binder, definition_query, trigger_steps
+from .translate import Translation, relation_name, translate
+from .view_table import ViewFromMaps, ViewTable, layout, touched_keys
+from .viewlet import Compiled, compile_queries, expand
+
+STRATEGY = "higher-order"
+
+
+def map_table_name(view_id: int, map_name: str) -> str:
+    return f"map_{int(view_id)}_{map_name.lower()}"
+
+
+@dataclass
+class HigherOrderTarget:
+    schema: str
+    name: str
+    view_id: int
+    translation: Translation
+    compiled: Compiled
+    tables: dict[str, BaseTable]  # calculus relation name -> base table
+
+    @property
+    def table(self) -> ViewTable:
+        return layout(self.translation)
+
+    def map_table(self, map_name: str) -> exp.Table:
+        return Rl.view("idivm", map_table_name(self.view_id, map_name))
+
+    @property
+    def binder(self) -> Binder:
+        return Binder(self.tables, self.map_table, {m.name: m.keys for m in self.compiled.maps})
+
+    @property
+    def view_from_maps(self) -> ViewFromMaps:
+        top = self.compiled.top
+        return ViewFromMaps(self.translation, self.table, Rl.view(self.schema, self.name),
+                            lambda name: self.map_table(top[name]))
+
+    def map_fills(self) -> list[tuple[str, list[str], exp.Query]]:
+        """Each map's table name, keys and initial contents (its definition over the base tables)."""
+        b = self.binder
+        return [(map_table_name(self.view_id, m.name), list(m.keys), definition_query(m, b)) for m in self.compiled.maps]
+
+    def map_lookups(self) -> dict[str, list[tuple[str, ...]]]:
+        """Per map table, the key subsets by which trigger programs look it up beyond its primary key
+        (the map's columns shared with the batch's atom in one monomial), each worth an index."""
+        out: dict[str, list[tuple[str, ...]]] = {}
+        keys = {m.name: m.keys for m in self.compiled.maps}
+        for stmts in self.compiled.triggers.values():
+            for _, e in stmts:
+                for _, _, factors in expand(e):
+                    bound = {v for f in factors if isinstance(f, DeltaRel) for v in f.vars}
+                    for f in factors:
+                        if isinstance(f, Atom) and not isinstance(f, DeltaRel) and f.name in keys:
+                            cols = tuple(v for v in keys[f.name] if v in bound)
+                            pk = keys[f.name]
+                            if cols and cols != pk[:len(cols)]:
+                                found = out.setdefault(map_table_name(self.view_id, f.name), [])
+                                if cols not in found:
+                                    found.append(cols)
+        return out
+
+    def catalog_ids(self) -> list[list[str]]:
+        """The view table's identifying columns, as the catalog records IDs: [kind, source, column]."""
+        t = self.table
+        return [["group", var, c] for c, var in t.keys] + ([["copy", "n", "__idivm_n"]] if t.copies else [])
+
+    def describe(self) -> list[str]:
+        """What explain shows before the program: the view in AGCA, the maps and trigger programs."""
+        lines = ["view in AGCA:"]
+        lines += [f"  {name} := {show(q)}" for name, q in self.translation.maps.items()]
+        lines.append("maps (viewlet transform: polynomial expansion, query decomposition, duplicate maps merged):")
+        lines += ["  " + line for line in self.compiled.format().splitlines()]
+        lines.append("view table from: " + ", ".join(f"{n} = {self.compiled.top[n]}" for n in self.translation.maps))
+        return lines
+
+
+def make_higher_order_target(schema: str, name: str, plan, captured: dict, view_id: int) -> HigherOrderTarget:
+    translation = translate(plan)
+    compiled = compile_queries(translation.maps)
+    spj = plan.cache if isinstance(plan, Aggregate) else plan
+    tables = {}
+    for s in scans(spj):
+        t = s.table
+        tables[relation_name(s)] = BaseTable(t.schema, t.name, t.column_names, captured[(t.schema, t.name)])
+    return HigherOrderTarget(schema, name, view_id, translation, compiled, tables)
+
+
+def higher_order_program(target: HigherOrderTarget) -> Program:
+    """Each captured table's batch in turn: its increments, then the maps' additions; then the view's
+    rows of the touched keys from the top-level maps."""
+    program = Program(strategy=STRATEGY, derivations=target.describe())
+    binder = target.binder
+    top = set(target.compiled.top.values())
+    touched: list[str] = []
+    for relation in sorted(target.compiled.triggers):
+        cid = target.tables[relation].captured_id
+        steps, written = trigger_steps(target.compiled, relation, binder,
+                                       lambda k, cid=cid: f"idivm_inc_{target.view_id}_{cid}_{k}", driven_by=cid)
+        program.steps += steps
+        touched += [scratch for m, scratch in written if m in top]
+    if target.translation.group and touched:
+        program.steps += target.view_from_maps.steps(touched_keys(target.translation.group, touched))
+    elif not target.translation.group:
+        program.steps += target.view_from_maps.steps(None)
+    return program
