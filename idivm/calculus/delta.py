@@ -5,7 +5,7 @@ special case the paper writes ±R(t⃗)):
     Δ(Q1 + Q2)   = ΔQ1 + ΔQ2
     Δ(Q1 * Q2)   = ΔQ1 * Q2 + Q1 * ΔQ2 + ΔQ1 * ΔQ2
     Δ(-Q)        = -ΔQ
-    Δc = Δx = Δ(x θ y) = 0
+    Δc = Δx = Δ(x θ y) = Δf(x⃗) = 0
     Δ(x := Q)    = (x := Q + ΔQ) − (x := Q)
     Δ Sum[A](Q)  = Sum[A](ΔQ)
     Δ R(x⃗)       = ΔR(x⃗),   Δ S(x⃗) = 0 for S ≠ R
@@ -15,7 +15,7 @@ that are 0, so the delta of a query that does not read R is 0.
 """
 from __future__ import annotations
 
-from .expr import (Add, Assign, Cmp, Const, DeltaRel, Expr, Mul, Neg, Rel, Sum, Var, ZERO, add, is_zero, mul, neg,
+from .expr import (Add, Assign, Cmp, Const, DeltaRel, Expr, Extern, Mul, Neg, Rel, Sum, Var, ZERO, add, is_zero, mul, neg,
                    sum_)
 
 
@@ -23,7 +23,7 @@ def delta(q: Expr, relation: str) -> Expr:
     """Δ_R q for an update of `relation`."""
     if isinstance(q, Rel):
         return DeltaRel(q.name, q.vars) if q.name == relation else ZERO
-    if isinstance(q, (Const, Var, Cmp, DeltaRel)):
+    if isinstance(q, (Const, Var, Cmp, Extern, DeltaRel)):
         return ZERO
     if isinstance(q, Add):
         return add(*(delta(t, relation) for t in q.terms))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, Mapping
 
-from .expr import Add, Assign, Cmp, Const, DeltaRel, Expr, Mul, Neg, Rel, Sum, Var
+from .expr import Add, Assign, Cmp, Const, DeltaRel, Expr, Extern, Mul, Neg, Rel, Sum, Var
 
 Tup = tuple[tuple[str, Any], ...]
 GMR = dict[Tup, Fraction]
@@ -75,6 +75,8 @@ def evaluate(q: Expr, db: Database, bound: Mapping[str, Any] | None = None,
     if isinstance(q, Var):
         v = _value(q, b)
         return {EMPTY: Fraction(v)} if v else {}
+    if isinstance(q, Extern):
+        raise NotImplementedError(f"the reference evaluator does not interpret SQL functions ({q.sql})")
     if isinstance(q, Cmp):
         return {EMPTY: Fraction(1)} if _compare(q.op, _value(q.left, b), _value(q.right, b)) else {}
     if isinstance(q, (Rel, DeltaRel)):

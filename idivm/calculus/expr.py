@@ -2,7 +2,8 @@
 
     q ::= q * q | q + q | -q | c | x | R(x⃗) | Sum[A⃗](q) | x θ 0 | x := q
 
-plus ΔR(x⃗), the delta GMR of relation R in an update (Section 3.4: a batch of signed tuples, of
+plus interpreted functions of bound variables (Extern: DBToaster's calculus allows them in its
+value terms and comparisons, as external functions), and ΔR(x⃗), the delta GMR of relation R in an update (Section 3.4: a batch of signed tuples, of
 which a single-tuple insert or delete is the special case). ``x θ y`` is the paper's sugar for
 ``(x - y) θ 0``; comparisons here take two terms (variables or constants) so that values that are
 not numbers (text) compare too. Expressions are immutable; the smart constructors ``add``,
@@ -104,6 +105,27 @@ class Cmp(Expr):
     def __post_init__(self):
         if self.op not in COMPARISONS:
             raise ValueError(f"unknown comparison {self.op!r}")
+
+
+@dataclass(frozen=True)
+class Extern(Expr):
+    """An interpreted function of bound variables, evaluated by the database (DBToaster's external
+    functions): `sql` is a PostgreSQL scalar expression whose variables are written as the columns
+    "@"."<variable>". As a condition (kind "cond") it is {⟨⟩ ↦ 1} where it is TRUE and empty where
+    it is FALSE or NULL, which is what SQL's WHERE keeps; as a value (kind "value") it is {⟨⟩ ↦ v},
+    empty where v is NULL, which is what SQL's SUM adds. Like a comparison it binds nothing and
+    has no delta."""
+
+    kind: str
+    sql: str
+    vars: tuple[str, ...]
+
+    def __post_init__(self):
+        if self.kind not in ("cond", "value"):
+            raise ValueError(f"unknown kind of interpreted function {self.kind!r}")
+
+
+VAR_TABLE = "@"  # the table qualifier of a variable inside an Extern's SQL
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,11 @@
 """AGCA in the paper's notation: ``Sum[A, B](R(A, B) * (z := Sum[](S(C, D) * (A > C) * D)) * (B < z))``."""
 from __future__ import annotations
 
-from .expr import Add, Assign, Cmp, Const, DeltaRel, Expr, Mul, Neg, Rel, Sum, Var
+import re
+
+from .expr import Add, Assign, Cmp, Const, DeltaRel, Expr, Extern, Mul, Neg, Rel, Sum, Var
+
+_VARIABLE = re.compile(r'"@"\."((?:[^"]|"")+)"')
 
 
 def _const(c: Const) -> str:
@@ -26,6 +30,8 @@ def show(q: Expr) -> str:
         return f"Δ{q.name}({', '.join(q.vars)})"
     if isinstance(q, Cmp):
         return f"({_term(q.left)} {q.op} {_term(q.right)})"
+    if isinstance(q, Extern):
+        return "[" + _VARIABLE.sub(lambda m: m.group(1).replace('""', '"'), q.sql) + "]"
     if isinstance(q, Assign):
         return f"({q.var} := {show(q.q)})"
     if isinstance(q, Sum):

@@ -7,7 +7,7 @@ are not inputs of the product. A sum of queries must have the same outputs in ev
 """
 from __future__ import annotations
 
-from .expr import Add, Assign, Cmp, Const, DeltaRel, Expr, Mul, Neg, Rel, Sum, Var
+from .expr import Add, Assign, Cmp, Const, DeltaRel, Expr, Extern, Mul, Neg, Rel, Sum, Var
 
 
 class SchemaError(ValueError):
@@ -22,6 +22,8 @@ def schema(q: Expr) -> tuple[frozenset[str], frozenset[str]]:
         return frozenset({q.name}), frozenset()
     if isinstance(q, Cmp):
         return frozenset(t.name for t in (q.left, q.right) if isinstance(t, Var)), frozenset()
+    if isinstance(q, Extern):
+        return frozenset(q.vars), frozenset()
     if isinstance(q, (Rel, DeltaRel)):
         return frozenset(), frozenset(q.vars)
     if isinstance(q, Neg):

@@ -48,7 +48,7 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
     view_id = catalog.insert_view(conn, schema, view, sql, strategy, [n for n, _ in plan.outputs], [],
                                   format_plan(plan))
     target = make_target(schema, view, plan, captured, view_id,
-                         column_types=lambda q: column_types(conn, pg_sql(q)), strategy=strategy)
+                         column_types=lambda q: column_types(conn, pg_sql(q)), strategy=strategy, definition=sql)
     catalog.set_ids(conn, view_id, _ids(plan, target))
     program = build_program(target, strategy, minimized)
     catalog.set_program(conn, view_id, to_json(program))
@@ -84,7 +84,8 @@ def compile_program(conn: Connection, row: sa.Row, minimized: bool = True):
     compiled = compile_view_sql(PostgresSchema(conn), row.definition)
     captured = catalog.captured_ids_by_table(conn, row.id)
     target = make_target(row.schema_name, row.view_name, compiled.plan, captured, row.id,
-                         column_types=lambda q: column_types(conn, pg_sql(q)), strategy=row.strategy)
+                         column_types=lambda q: column_types(conn, pg_sql(q)), strategy=row.strategy,
+                         definition=row.definition)
     return build_program(target, row.strategy, minimized=minimized)
 
 

@@ -52,7 +52,9 @@ def format_step(step: Step) -> list[str]:
         return ([f"  insert  {show(step.target)} ({', '.join(step.columns)}){keyed}", _indent(show(step.source))]
                 + _record(step.record))
     if isinstance(step, AddToMap):
-        return [f"  add to  {show(step.target)} [{', '.join(step.keys)}] ({step.value} +=)", _indent(show(step.source))]
+        nullable = f" (NULLs one key: {', '.join(step.nullable)})" if step.nullable else ""
+        return [f"  add to  {show(step.target)} [{', '.join(step.keys)}] ({step.value} +=){nullable}",
+                _indent(show(step.source))]
     raise TypeError(f"no printer for step {type(step).__name__}")
 
 

@@ -101,12 +101,13 @@ class AddToMap(Step):
     """Add signed values to a map (a higher-order strategy's auxiliary view, VLDBJ'14 Section 4):
     `source` yields rows of `keys` and `value`; each is added to the map's row with those keys
     (created if absent), and rows whose value reaches 0 are removed. A map with no keys has one
-    row."""
+    row. Keys in `nullable` may be NULL: NULL keys are one key, as GROUP BY groups them."""
 
     target: exp.Table
     keys: list[str]
     value: str
     source: exp.Query
+    nullable: list[str] = field(default_factory=list)
 
 
 def written_tables(program: "Program") -> list[tuple[str, str]]:

@@ -12,22 +12,26 @@ from ..algebra.plan import Aggregate, Project, Union
 from ..errors import IdivmError
 from ..program.steps import Program
 from .aggregate import general_program
-from .aggregate_sum import choose_rule, sum_program
+from .aggregate_sum import EXACT_TYPE_OIDS, choose_rule, sum_program
 from .aggregate_target import AggregateTarget, cache_name
 from .diff_schemas import base_diff_schemas
 from .higher_order.target import STRATEGY as HIGHER_ORDER, HigherOrderTarget, higher_order_program, make_higher_order_target
 from .id import id_program
-from .spj import Target
+from .spj import Target, full_query
+from ..program.trees import col, select, subquery
 from .tuple import tuple_program
 from .union import UnionTarget, union_program
 
 
 def make_target(schema: str, name: str, plan, captured: dict, view_id: int, column_types=None,
-                strategy: str | None = None):
+                strategy: str | None = None, definition: str | None = None):
     """column_types(sql) -> type OIDs of a query's columns: lets a grouped view use the specialized
-    SUM/COUNT/AVG rules when its arguments are exact numbers (without it, the general rule)."""
+    SUM/COUNT/AVG rules when its arguments are exact numbers (without it, the general rule), and
+    tells the higher-order strategy which sums it can keep exactly. `definition`: the view's SQL
+    (the higher-order strategy types its table by it)."""
     if strategy == HIGHER_ORDER:
-        return make_higher_order_target(schema, name, plan, captured, view_id)
+        return make_higher_order_target(schema, name, plan, captured, view_id, definition or "",
+                                        _exact_arguments(plan, captured, view_id, column_types))
     if isinstance(plan, Aggregate):
         cache = make_target("idivm", cache_name(view_id), plan.cache, captured, view_id)
         target = AggregateTarget(schema=schema, name=name, view_id=view_id, agg=plan, cache=cache)
@@ -37,6 +41,19 @@ def make_target(schema: str, name: str, plan, captured: dict, view_id: int, colu
     if isinstance(plan, Union):
         return UnionTarget(schema=schema, name=name, union=plan, captured=captured)
     return Target(schema=schema, name=name, plan=plan, captured=captured)
+
+
+def _exact_arguments(plan, captured: dict, view_id: int, column_types):
+    """exact(cache column) for the higher-order strategy: the type PostgreSQL gives the column."""
+    if column_types is None or not isinstance(plan, Aggregate) or not isinstance(plan.cache, Project):
+        return None
+    cache = Target(schema="idivm", name=cache_name(view_id), plan=plan.cache, captured=captured)
+
+    def exact(column: str) -> bool:
+        query = select([col(None, column)], [subquery(full_query(cache), "q")])
+        return all(t in EXACT_TYPE_OIDS for t in column_types(query))
+
+    return exact
 
 
 STRATEGIES = ("id", "tuple", HIGHER_ORDER)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ...algebra.plan import BRANCH_COLUMN, scans
+from ...frontend.build_plan import parse_one
 from ...strategies.aggregate import group_select
 from ...strategies.aggregate_target import AggregateTarget
 from ...strategies.higher_order.target import HigherOrderTarget
@@ -76,7 +77,7 @@ def table_of(target) -> str:
 
 def tables_of(target) -> list[str]:
     if isinstance(target, HigherOrderTarget):
-        return [qualified("idivm", name) for name, _, _ in target.map_fills()] + [table_of(target)]
+        return [qualified("idivm", fill[0]) for fill in target.map_fills()] + [table_of(target)]
     if isinstance(target, AggregateTarget):
         return ([] if target.agg.no_cache else tables_of(target.cache)) + [table_of(target)]
     return [table_of(target)]
@@ -84,24 +85,36 @@ def tables_of(target) -> list[str]:
 
 def create_higher_order_tables(conn, t: HigherOrderTarget) -> None:
     """Each map filled from its definition and keyed by its keys (a map without keys by the constant
-    MAP_UNIT column, as the engine's AddToMap expects), with an index for each other way the
-    trigger programs look it up; then the view table, filled from the top-level maps."""
-    for name, keys, fill in t.map_fills():
+    MAP_UNIT column, as the engine's AddToMap expects; keys that may be NULL by a unique index NULLS
+    NOT DISTINCT), with an index for each other way the trigger programs look it up; then the view
+    table, typed as PostgreSQL types the view's query, filled from the top-level maps."""
+    for name, keys, nullable, fill in t.map_fills():
         table = qualified("idivm", name)
         if keys:
             run(conn, f"CREATE TABLE {table} {WITH_STORAGE} AS\n{sql(fill)}")
         else:
             run(conn, f"CREATE TABLE {table} {WITH_STORAGE} AS\nSELECT TRUE AS {ident(MAP_UNIT)}, f.* FROM ({sql(fill)}) AS f")
-        run(conn, f"ALTER TABLE {table} ADD PRIMARY KEY ({', '.join(ident(k) for k in keys or [MAP_UNIT])})")
+        _unique(conn, table, keys or [MAP_UNIT], bool(nullable))
     for name, lookups in t.map_lookups().items():
         for cols in lookups:
             run(conn, f"CREATE INDEX ON {qualified('idivm', name)} ({', '.join(ident(c) for c in cols)})")
     view, layout = table_of(t), t.table
-    columns = ", ".join(f"{ident(c)} {typ}" for c, typ in layout.columns)
-    run(conn, f"CREATE TABLE {view} ({columns}) {WITH_STORAGE}")
-    run(conn, f"INSERT INTO {view} ({', '.join(ident(c) for c, _ in layout.columns)})\n{sql(t.view_from_maps.fill())}")
+    definition = parse_one(t.definition).sql("postgres")
+    run(conn, f"CREATE TABLE {view} {WITH_STORAGE} AS SELECT * FROM ({definition}) AS q WITH NO DATA")
+    if layout.hidden:
+        run(conn, f"ALTER TABLE {view} " + ", ".join(f"ADD COLUMN {ident(c)} {typ}" for c, typ in layout.hidden))
+    run(conn, f"INSERT INTO {view} ({', '.join(ident(c) for c in layout.columns)})\n{sql(t.view_from_maps.fill())}")
     if layout.primary_key:
-        run(conn, f"ALTER TABLE {view} ADD PRIMARY KEY ({', '.join(ident(c) for c in layout.primary_key)})")
+        _unique(conn, view, layout.primary_key, bool(layout.nullable))
+
+
+def _unique(conn, table: str, columns: list[str], nullable: bool) -> None:
+    """A primary key, or where a column may be NULL a unique index that treats NULLs as equal."""
+    cols = ", ".join(ident(c) for c in columns)
+    if nullable:
+        run(conn, f"CREATE UNIQUE INDEX ON {table} ({cols}) NULLS NOT DISTINCT")
+    else:
+        run(conn, f"ALTER TABLE {table} ADD PRIMARY KEY ({cols})")
 
 
 def _create(conn, target) -> None:

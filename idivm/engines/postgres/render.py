@@ -71,7 +71,9 @@ def _add_to_map(step: AddToMap) -> str:
     """Two statements: the source's values summed per key and upserted (INSERT ... ON CONFLICT DO
     UPDATE adds), then the rows of those keys that reached 0 deleted (a second statement: the main
     query of a data-modifying CTE chain cannot see the rows its CTEs changed). A map without keys is
-    keyed by a constant column (MAP_UNIT) so that it too has a unique key."""
+    keyed by a constant column (MAP_UNIT) so that it too has a unique key; one whose keys may be
+    NULL has a unique index NULLS NOT DISTINCT (engines/postgres/materialize.py) for the upsert, and
+    the delete matches NULL keys by IS NULL, which that index serves too."""
     keys = step.keys or [MAP_UNIT]
     v = ident(step.value)
     cols = ", ".join(ident(k) for k in keys)
@@ -84,7 +86,8 @@ def _add_to_map(step: AddToMap) -> str:
                 f"ON CONFLICT ({cols}) DO UPDATE SET {v} = m.{v} + excluded.{v};\n"
                 f"DELETE FROM {target} WHERE {v} = 0")
     src_keys = ", ".join(f"s.{ident(k)}" for k in step.keys)
-    match = " AND ".join(f"m.{ident(k)} = c.{ident(k)}" for k in step.keys)
+    match = " AND ".join(f"(m.{ident(k)} = c.{ident(k)} OR (m.{ident(k)} IS NULL AND c.{ident(k)} IS NULL))"
+                         if k in step.nullable else f"m.{ident(k)} = c.{ident(k)}" for k in step.keys)
     return (f"INSERT INTO {target} AS m ({cols}, {v})\nSELECT * FROM (SELECT {src_keys}, sum(s.{v}) AS {v} "
             f"FROM ({source}) AS s GROUP BY {src_keys}) AS i WHERE i.{v} <> 0\n"
             f"ON CONFLICT ({cols}) DO UPDATE SET {v} = m.{v} + excluded.{v};\n"

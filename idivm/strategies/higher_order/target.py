@@ -17,7 +17,7 @@ from ...calculus.printer import show
 from ...program import relations as Rl
 from ...program.steps import Program
 from .to_steps import BaseTable, Binder, definition_query, trigger_steps
-from .translate import Translation, relation_name, translate
+from .translate import Translation, relation_name, translate, variable
 from .view_table import ViewFromMaps, ViewTable, layout, touched_keys
 from .viewlet import Compiled, compile_queries, expand
 
@@ -36,6 +36,8 @@ class HigherOrderTarget:
     translation: Translation
     compiled: Compiled
     tables: dict[str, BaseTable]  # calculus relation name -> base table
+    definition: str  # the view's SQL, which types its columns
+    nullable: frozenset[str]  # variables that may hold NULL
 
     @property
     def table(self) -> ViewTable:
@@ -46,7 +48,7 @@ class HigherOrderTarget:
 
     @property
     def binder(self) -> Binder:
-        return Binder(self.tables, self.map_table, {m.name: m.keys for m in self.compiled.maps})
+        return Binder(self.tables, self.map_table, {m.name: m.keys for m in self.compiled.maps}, self.nullable)
 
     @property
     def view_from_maps(self) -> ViewFromMaps:
@@ -54,10 +56,12 @@ class HigherOrderTarget:
         return ViewFromMaps(self.translation, self.table, Rl.view(self.schema, self.name),
                             lambda name: self.map_table(top[name]))
 
-    def map_fills(self) -> list[tuple[str, list[str], exp.Query]]:
-        """Each map's table name, keys and initial contents (its definition over the base tables)."""
+    def map_fills(self) -> list[tuple[str, list[str], list[str], exp.Query]]:
+        """Each map's table name, keys, keys that may be NULL, and initial contents (its definition
+        over the base tables)."""
         b = self.binder
-        return [(map_table_name(self.view_id, m.name), list(m.keys), definition_query(m, b)) for m in self.compiled.maps]
+        return [(map_table_name(self.view_id, m.name), list(m.keys), [k for k in m.keys if k in self.nullable],
+                 definition_query(m, b)) for m in self.compiled.maps]
 
     def map_lookups(self) -> dict[str, list[tuple[str, ...]]]:
         """Per map table, the key subsets by which trigger programs look it up beyond its primary key
@@ -93,15 +97,19 @@ class HigherOrderTarget:
         return lines
 
 
-def make_higher_order_target(schema: str, name: str, plan, captured: dict, view_id: int) -> HigherOrderTarget:
-    translation = translate(plan)
+def make_higher_order_target(schema: str, name: str, plan, captured: dict, view_id: int, definition: str,
+                             exact=None) -> HigherOrderTarget:
+    """exact(cache column) -> whether a grouped view's aggregate argument is of an exact type."""
+    translation = translate(plan, exact)
     compiled = compile_queries(translation.maps)
     spj = plan.cache if isinstance(plan, Aggregate) else plan
     tables = {}
     for s in scans(spj):
         t = s.table
         tables[relation_name(s)] = BaseTable(t.schema, t.name, t.column_names, captured[(t.schema, t.name)])
-    return HigherOrderTarget(schema, name, view_id, translation, compiled, tables)
+    nullable = frozenset(variable(s.alias, c) for s in scans(spj) for c in s.table.column_names
+                         if not s.table.never_null(c))
+    return HigherOrderTarget(schema, name, view_id, translation, compiled, tables, definition, nullable)
 
 
 def higher_order_program(target: HigherOrderTarget) -> Program:

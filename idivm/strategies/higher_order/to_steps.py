@@ -13,9 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import sqlglot
 from sqlglot import exp
 
-from ...calculus.expr import Atom, Cmp, Const, DeltaRel, Expr, Var
+from ...calculus.expr import VAR_TABLE, Atom, Cmp, Const, DeltaRel, Expr, Extern, Var
 from ...errors import UnsupportedQuery
 from ...program import relations as Rl
 from ...program.steps import CACHE_ROLE, MAPS_PHASE, AddToMap, CreateScratch, InsertRows, Step
@@ -48,10 +49,12 @@ def signed_batch(t: BaseTable) -> exp.Query:
 
 
 class Binder:
-    """How atoms read: base relations and their batches by name, maps by name."""
+    """How atoms read: base relations and their batches by name, maps by name; `nullable`: the
+    variables that may hold NULL."""
 
-    def __init__(self, tables: dict[str, BaseTable], map_ref: Callable[[str], exp.Table], map_keys: dict[str, tuple]):
-        self.tables, self.map_ref, self.map_keys = tables, map_ref, map_keys
+    def __init__(self, tables: dict[str, BaseTable], map_ref: Callable[[str], exp.Table], map_keys: dict[str, tuple],
+                 nullable: frozenset[str] = frozenset()):
+        self.tables, self.map_ref, self.map_keys, self.nullable = tables, map_ref, map_keys, nullable
 
     def atom(self, a: Atom, alias_: str) -> tuple[exp.Expression, list[str], exp.Expression | None]:
         """(FROM item, its column per atom variable, its multiplicity or None for 1)."""
@@ -76,6 +79,16 @@ def _term(t, bound: dict[str, exp.Expression]) -> exp.Expression:
         this=exp.cast(exp.Literal.number(v.numerator), "numeric"), expression=exp.Literal.number(v.denominator))
 
 
+def extern_sql(f: Extern, bound: dict[str, exp.Expression]) -> exp.Expression:
+    """An interpreted function's SQL with each variable replaced by what binds it."""
+    def put(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and node.table == VAR_TABLE:
+            return bound[node.name].copy()
+        return node
+
+    return exp.Paren(this=sqlglot.parse_one(f.sql, read="postgres").transform(put))
+
+
 CMP = {"=": exp.EQ, "!=": exp.NEQ, "<": exp.LT, "<=": exp.LTE, ">": exp.GT, ">=": exp.GTE}
 
 
@@ -98,6 +111,8 @@ def monomial_select(coef, group: tuple[str, ...], factors: tuple[Expr, ...], bin
     for f in factors:
         if isinstance(f, Cmp):
             where.append(CMP[f.op](this=_term(f.left, bound), expression=_term(f.right, bound)))
+        elif isinstance(f, Extern):
+            (where if f.kind == "cond" else weights).append(extern_sql(f, bound))
         elif isinstance(f, Var):
             weights.append(bound[f.name].copy())
         elif isinstance(f, Const):
@@ -142,7 +157,7 @@ def trigger_steps(compiled: Compiled, relation: str, binder: Binder, scratch_nam
         additions.append(AddToMap(phase=MAPS_PHASE, purpose=f"Δ{relation}: apply the increment of {name}",
                                   target=binder.map_ref(name), keys=keys, value=VALUE,
                                   source=select([exp.Star()], [Rl.scratch(scratch)]), driven_by=driven_by,
-                                  role=CACHE_ROLE))
+                                  role=CACHE_ROLE, nullable=[k for k in keys if k in binder.nullable]))
         written.append((name, scratch))
     steps = setup + increments + additions  # every increment reads the maps before any is added
     return steps, written

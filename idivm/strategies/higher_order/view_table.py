@@ -1,19 +1,22 @@
-"""The table applications read, for a view under the higher-order strategy: rebuilt from the view's
-top-level maps (its COUNT(*) map and one map per SUM) wherever a batch touched them.
+"""The table applications read, for a view under the higher-order strategy: derived from the
+view's top-level maps (its COUNT(*) map, and a map per SUM and per COUNT of a nullable argument)
+wherever a batch touched them.
 
-Layout (ViewTable):
-- a grouped view has one row per group whose COUNT(*) map is nonzero, keyed by its group variables:
-  by the output column that shows a group variable, or by a hidden ``__idivm_k<i>`` column when no
-  output does; a view with aggregates and no GROUP BY has exactly one row (SQL: COUNT of no rows is
-  0, SUM and AVG of no rows are NULL);
-- an SPJ view is a multiset: a row with COUNT(*) map value n is stored n times, numbered by the
-  hidden ``__idivm_n`` (1..n), so that (output keys, __idivm_n) is a primary key and a view over
-  this one can capture it.
+Layout (ViewTable): the view's output columns (typed as PostgreSQL types the defining query), then
+hidden columns where needed:
+- a grouped view has one row per group whose COUNT(*) map is nonzero and whose HAVING holds, keyed
+  by its group variables: by the output column that shows a group variable as it is, or by a
+  hidden ``__idivm_k<i>`` column; a view with aggregates and no GROUP BY has one row (none if its
+  HAVING fails): COUNT of no rows is 0, SUM and AVG of no rows are NULL;
+- an SPJ view is a multiset: the rows computed from a key with COUNT(*) map value n are stored n
+  times, numbered by the hidden ``__idivm_n`` (1..n), so that (keys, __idivm_n) identify a row.
+Keys that may be NULL are matched null-safely and indexed with NULLS NOT DISTINCT.
 
 After the maps phase, the "view from maps" phase rewrites only the rows of the keys the batches
-touched (the keys in the increments of the top-level maps): deletes the groups whose count reached
-0 (SPJ: the copies numbered above the new count), updates the changed aggregates, inserts new
-groups (SPJ: the missing copies).
+touched (the keys in the increments of the top-level maps): groups that no longer exist are
+deleted, changed values updated, new groups inserted (SPJ: copies above the new multiplicity
+deleted, missing copies inserted). Output expressions and HAVING are evaluated here, by the
+database, over the maps' values (re-evaluated, not maintained: they are functions of the maps).
 """
 from __future__ import annotations
 
@@ -25,19 +28,26 @@ from ...program import relations as Rl
 from ...program.steps import VIEW_FROM_MAPS_PHASE, DeleteMatching, InsertRows, Step, UpdateMatching
 from ...program.trees import alias, all_of, col, distinct_from, eq, exists, num, select, subquery
 from .to_steps import VALUE
-from .translate import Translation
+from .translate import SLOT, VAR, Translation
 
 COPY = "__idivm_n"  # an SPJ view's copy number of a row, 1..its multiplicity
 
 
 @dataclass
 class ViewTable:
-    """Columns (name, SQL type) in table order; `keys`: (column, group variable) pairs that identify
-    a group; `copies`: an SPJ view's rows are numbered copies (COPY)."""
+    """`outputs` (their types come from the defining query); `hidden`: (name, SQL type) after them;
+    `keys`: (column, group variable) pairs that identify a group; `nullable`: key columns that may
+    be NULL; `copies`: an SPJ view's rows are numbered copies (COPY)."""
 
-    columns: list[tuple[str, str]] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)
+    hidden: list[tuple[str, str]] = field(default_factory=list)
     keys: list[tuple[str, str]] = field(default_factory=list)
+    nullable: set[str] = field(default_factory=set)
     copies: bool = False
+
+    @property
+    def columns(self) -> list[str]:
+        return self.outputs + [c for c, _ in self.hidden]
 
     @property
     def primary_key(self) -> list[str]:
@@ -47,23 +57,34 @@ class ViewTable:
     def values(self) -> list[str]:
         """Columns recomputed from the maps for a group that exists (the rest identify it)."""
         keys = set(self.primary_key)
-        return [c for c, _ in self.columns if c not in keys]
+        return [c for c in self.columns if c not in keys]
 
 
 def layout(t: Translation) -> ViewTable:
-    out = ViewTable(columns=[(n, t.output_type(n)) for n, _ in t.outputs], copies=not t.grouped)
-    shown = {}
-    for n, (kind, arg) in t.outputs:
-        if kind == "var":
-            shown.setdefault(arg, n)
+    out = ViewTable(outputs=[n for n, _ in t.outputs], copies=not t.grouped)
+    shown: dict[str, str] = {}
+    for n, _ in t.outputs:
+        var = t.shown_var(n)
+        if var is not None:
+            shown.setdefault(var, n)
     for i, var in enumerate(t.group):
         if var not in shown:
             shown[var] = f"__idivm_k{i}"
-            out.columns.append((shown[var], t.types[var]))
+            out.hidden.append((shown[var], t.types[var]))
         out.keys.append((shown[var], var))
+        if var in t.nullable:
+            out.nullable.add(shown[var])
     if out.copies:
-        out.columns.append((COPY, "bigint"))
+        out.hidden.append((COPY, "bigint"))
     return out
+
+
+def same(a: exp.Expression, b: exp.Expression, nullable: bool) -> exp.Expression:
+    """a equals b, NULL equal to NULL where they may be NULL (written so that an index serves both)."""
+    if not nullable:
+        return eq(a, b)
+    both_null = exp.And(this=exp.Is(this=a.copy(), expression=exp.Null()), expression=exp.Is(this=b.copy(), expression=exp.Null()))
+    return exp.Paren(this=exp.Or(this=eq(a, b), expression=exp.Paren(this=both_null)))
 
 
 class ViewFromMaps:
@@ -72,51 +93,76 @@ class ViewFromMaps:
     def __init__(self, translation: Translation, table: ViewTable, view: exp.Table, map_table):
         """map_table(translation map name) -> the (abstract) table of the top-level map."""
         self.t, self.table, self.view, self.map_table = translation, table, view, map_table
+        named = [m for s in translation.slots.values() for m in s.maps if m != translation.count_map]
+        self.aliases = {m: f"m{i}" for i, m in enumerate(dict.fromkeys(named))}
 
-    def _map(self, name: str, alias_: str) -> exp.Table:
-        ref = self.map_table(name).copy()
+    def _ref(self, table: exp.Table, alias_: str) -> exp.Table:
+        ref = table.copy()
         ref.set("alias", exp.TableAlias(this=exp.to_identifier(alias_, quoted=True)))
         return ref
 
-    def _sum_aliases(self) -> dict[str, str]:
-        names = [arg for _, (kind, arg) in self.t.outputs if kind == "map" and arg != self.t.count_map]
-        names += [arg[0] for _, (kind, arg) in self.t.outputs if kind == "avg"]
-        return {n: f"s{i}" for i, n in enumerate(dict.fromkeys(names))}
+    def _map(self, name: str, alias_: str) -> exp.Table:
+        return self._ref(self.map_table(name), alias_)
 
-    def _value(self, kind: str, arg, sums: dict[str, str]) -> exp.Expression:
-        count = col("c", VALUE)
-        if kind == "var":
-            return col("c", arg)
-        if kind == "map" and arg == self.t.count_map:
-            return count if self.t.group else exp.Coalesce(this=count, expressions=[num(0)])
-        if kind == "map":
-            total = exp.Coalesce(this=col(sums[arg], VALUE), expressions=[num(0)])
-            if self.t.group:
-                return total
-            return exp.Case(ifs=[exp.If(this=exp.Not(this=exp.Is(this=col("c", VALUE), expression=exp.Null())),
-                                        true=total)])
-        summed, _ = arg
-        total = exp.Coalesce(this=col(sums[summed], VALUE), expressions=[num(0)])
-        return exp.Div(this=exp.cast(total, "numeric"), expression=count)  # NULL count: no rows, NULL
+    def _keys_equal(self, a: str, b: str) -> exp.Expression:
+        """Rows a and b (both with a column per group variable) have the same keys."""
+        return all_of([same(col(a, v), col(b, v), v in self.t.nullable) for v in self.t.group])
+
+    def _count(self, name: str) -> exp.Expression:
+        """A COUNT map's value for the row at hand; NULL where it is 0 (the map has no row)."""
+        return col("c" if name == self.t.count_map else self.aliases[name], VALUE)
+
+    def _slot(self, name: str) -> exp.Expression:
+        s = self.t.slots[name]
+        if s.kind == "count":
+            if s.maps[0] == self.t.count_map and self.t.group:
+                return col("c", VALUE)
+            return exp.Coalesce(this=self._count(s.maps[0]), expressions=[num(0)])
+        total = exp.Coalesce(this=col(self.aliases[s.maps[0]], VALUE), expressions=[num(0)])
+        count = self._count(s.maps[1])
+        if s.kind == "avg":
+            return exp.Div(this=exp.cast(total, "numeric"), expression=count)
+        if s.maps[1] == self.t.count_map and self.t.group:
+            return total  # the group exists: its COUNT(*) is not 0, nor is its COUNT(arg) (never NULL)
+        return exp.Case(ifs=[exp.If(this=exp.Not(this=exp.Is(this=count, expression=exp.Null())), true=total)])
+
+    def _over_maps(self, e: exp.Expression) -> exp.Expression:
+        def put(node: exp.Expression) -> exp.Expression:
+            if isinstance(node, exp.Column) and node.table == VAR:
+                return col("c", node.name)
+            if isinstance(node, exp.Column) and node.table == SLOT:
+                return self._slot(node.name)
+            return node
+
+        return e.copy().transform(put)
+
+    def _from_maps(self, outputs: list[exp.Expression], where: list[exp.Expression]) -> exp.Select:
+        """SELECT outputs FROM the COUNT(*) map joined with the other top-level maps WHERE ...; without
+        group variables, one row whether or not the maps have one."""
+        if self.t.group:
+            q = select(outputs, [self._map(self.t.count_map, "c")])
+        else:
+            q = select(outputs, [subquery(select([alias(num(1), "one")], []), "u")])
+            q = q.join(self._map(self.t.count_map, "c"), on=exp.true(), join_type="left", copy=False)
+        for name, a in self.aliases.items():
+            on = self._keys_equal("c", a) if self.t.group else exp.true()
+            q = q.join(self._map(name, a), on=on, join_type="left", copy=False)
+        conds = list(where) + ([self._over_maps(self.t.having)] if self.t.having is not None else [])
+        return q.where(all_of(conds), copy=False) if conds else q
 
     def rows(self, touched: exp.Query | None = None) -> exp.Select:
-        """The view's rows as the maps say (SPJ: one row per distinct row, its copies added by the
-        caller), for every group or only those whose keys `touched` yields."""
-        sums = self._sum_aliases()
-        outs = [alias(self._value(kind, arg, sums), n) for n, (kind, arg) in self.t.outputs]
-        outs += [alias(col("c", var), c) for c, var in self.table.keys if c not in dict(self.t.outputs)]
-        if self.t.group:
-            q = select(outs, [self._map(self.t.count_map, "c")])
-            if touched is not None:
+        """The view's rows as the maps say, in the table's column order (SPJ: one per key, its
+        copies added by the caller), for every group or only those whose keys `touched` yields."""
+        outs = [alias(self._over_maps(e), n) for n, e in self.t.outputs]
+        outs += [alias(col("c", var), c) for c, var in self.table.keys if c not in self.table.outputs]
+        where = []
+        if touched is not None and self.t.group:
+            if self.t.nullable & set(self.t.group):
+                where.append(exists(select([num(1)], [subquery(touched, "a")], [self._keys_equal("c", "a")])))
+            else:
                 keys = exp.Tuple(expressions=[col("c", v) for v in self.t.group])
-                q = q.where(exp.In(this=keys, query=exp.Subquery(this=touched)), copy=False)
-        else:  # one row, whether or not the maps have one
-            q = select(outs, [subquery(select([alias(num(1), "one")], []), "u")])
-            q = q.join(self._map(self.t.count_map, "c"), on=exp.true(), join_type="left", copy=False)
-        for name, a in sums.items():
-            on = all_of([eq(col("c", v), col(a, v)) for v in self.t.group]) if self.t.group else exp.true()
-            q = q.join(self._map(name, a), on=on, join_type="left", copy=False)
-        return q
+                where.append(exp.In(this=keys, query=exp.Subquery(this=touched)))
+        return self._from_maps(outs, where)
 
     def fill(self) -> exp.Query:
         """Every row of the view (the initial fill), in the column order of the table."""
@@ -131,57 +177,63 @@ class ViewFromMaps:
         return rows.select(alias(series, COPY), copy=False)
 
     def _view(self, alias_: str) -> exp.Table:
-        v = self.view.copy()
-        v.set("alias", exp.TableAlias(this=exp.to_identifier(alias_, quoted=True)))
-        return v
+        return self._ref(self.view, alias_)
 
-    def _match(self, a: str, b: str, by_var: bool = False) -> exp.Expression:
-        """The view row (alias a) has the keys of the row b (a touched-keys row: by variable)."""
-        return all_of([eq(col(a, c), col(b, var if by_var else c)) for c, var in self.table.keys])
+    def _match(self, a: str, b: str, by_var: bool) -> exp.Expression:
+        """The view row (alias a) has the keys of the row b (b: by group variable, or by column)."""
+        return all_of([same(col(a, c), col(b, var if by_var else c), c in self.table.nullable)
+                       for c, var in self.table.keys])
 
-    def steps(self, touched: exp.Query) -> list[Step]:
-        """Rewrite the rows of the touched keys (`touched`: a query of the group variables)."""
-        phase, cols = VIEW_FROM_MAPS_PHASE, [c for c, _ in self.table.columns]
-        count = self._map(self.t.count_map, "c")
-        if not self.t.group:
-            now = subquery(self.rows(), "n")
-            values = self.table.values
-            return [UpdateMatching(
-                phase=phase, purpose="the one row of an aggregate without GROUP BY from its maps",
-                target=self._view("v"), assignments=[(c, col("n", c)) for c in values], using=[now],
-                condition=distinct_from(exp.Tuple(expressions=[col("v", c) for c in values]),
-                                        exp.Tuple(expressions=[col("n", c) for c in values])))]
-        vars_ = self.t.group
-        in_count = all_of([eq(col("c", v), col("a", v)) for v in vars_])
+    def steps(self, touched: exp.Query | None) -> list[Step]:
+        """Rewrite the rows of the touched keys (`touched`: a query of the group variables; None
+        without group variables: the one row)."""
         if self.table.copies:
-            multiplicity = exp.Coalesce(this=exp.Subquery(this=select([col("c", VALUE)], [count], [in_count])),
-                                        expressions=[num(0)])
-            drop = DeleteMatching(phase=phase, purpose="copies above the rows' new multiplicities",
-                                  target=self._view("v"), using=[subquery(touched.copy(), "a")],
-                                  condition=all_of([self._match("v", "a", by_var=True),
-                                                    exp.GT(this=col("v", COPY), expression=multiplicity)]))
-            held = select([exp.Max(this=col("w", COPY))], [self._view("w")], [self._match("w", "c", by_var=True)])
-            first = exp.Add(this=exp.Coalesce(this=exp.Subquery(this=held), expressions=[num(0)]), expression=num(1))
-            add = InsertRows(phase=phase, purpose="the copies the rows' multiplicities gained",
-                             target=self.view.copy(), columns=cols,
-                             source=self._with_copies(self.rows(touched.copy()), first))
-            return [drop, add]
-        gone = DeleteMatching(phase=phase, purpose="groups whose COUNT(*) reached 0", target=self._view("v"),
-                              using=[subquery(touched.copy(), "a")],
-                              condition=all_of([self._match("v", "a", by_var=True),
-                                                exp.Not(this=exists(select([num(1)], [count], [in_count])))]))
-        steps: list[Step] = [gone]
+            return self._copy_steps(touched)
+        phase, view = VIEW_FROM_MAPS_PHASE, self._view("v")
         values = self.table.values
-        if values:
-            steps.append(UpdateMatching(
-                phase=phase, purpose="changed aggregates of the groups", target=self._view("v"),
-                assignments=[(c, col("n", c)) for c in values], using=[subquery(self.rows(touched.copy()), "n")],
-                condition=all_of([self._match("v", "n"),
-                                  distinct_from(exp.Tuple(expressions=[col("v", c) for c in values]),
-                                                exp.Tuple(expressions=[col("n", c) for c in values]))])))
-        steps.append(InsertRows(phase=phase, purpose="new groups", target=self.view.copy(), columns=cols,
-                                source=self.rows(touched.copy()), unique_on=self.table.primary_key))
+        changed = distinct_from(exp.Tuple(expressions=[col("v", c) for c in values]),
+                                exp.Tuple(expressions=[col("n", c) for c in values]))
+        steps: list[Step] = []
+        if self.t.group:
+            still = exists(self._from_maps([num(1)], [self._keys_equal("c", "a")]))
+            steps.append(DeleteMatching(phase=phase, purpose="groups that no longer exist (COUNT(*) 0 or HAVING false)",
+                                        target=view.copy(), using=[subquery(touched.copy(), "a")],
+                                        condition=all_of([self._match("v", "a", by_var=True), exp.Not(this=still)])))
+            if values:
+                steps.append(UpdateMatching(
+                    phase=phase, purpose="changed values of the groups", target=view.copy(),
+                    assignments=[(c, col("n", c)) for c in values], using=[subquery(self.rows(touched.copy()), "n")],
+                    condition=all_of([self._match("v", "n", by_var=False), changed])))
+            steps.append(InsertRows(phase=phase, purpose="new groups", target=self.view.copy(), columns=self.table.columns,
+                                    source=self.rows(touched.copy()), unique_on=self.table.primary_key))
+            return steps
+        if self.t.having is not None:
+            steps.append(DeleteMatching(phase=phase, purpose="the row, if its HAVING no longer holds", target=view.copy(),
+                                        using=[], condition=exp.Not(this=exists(self.rows()))))
+        steps.append(UpdateMatching(phase=phase, purpose="the one row of an aggregate without GROUP BY",
+                                    target=view.copy(), assignments=[(c, col("n", c)) for c in values],
+                                    using=[subquery(self.rows(), "n")], condition=changed))
+        missing = self.rows().where(exp.Not(this=exists(select([num(1)], [self._view("w")]))), copy=False)
+        steps.append(InsertRows(phase=phase, purpose="the row, if it was missing", target=self.view.copy(),
+                                columns=self.table.columns, source=missing))
         return steps
+
+    def _copy_steps(self, touched: exp.Query) -> list[Step]:
+        phase = VIEW_FROM_MAPS_PHASE
+        count = self._map(self.t.count_map, "c")
+        multiplicity = exp.Coalesce(
+            this=exp.Subquery(this=select([col("c", VALUE)], [count], [self._keys_equal("c", "a")])),
+            expressions=[num(0)])
+        drop = DeleteMatching(phase=phase, purpose="copies above the rows' new multiplicities",
+                              target=self._view("v"), using=[subquery(touched.copy(), "a")],
+                              condition=all_of([self._match("v", "a", by_var=True),
+                                                exp.GT(this=col("v", COPY), expression=multiplicity)]))
+        held = select([exp.Max(this=col("w", COPY))], [self._view("w")], [self._match("w", "c", by_var=True)])
+        first = exp.Add(this=exp.Coalesce(this=exp.Subquery(this=held), expressions=[num(0)]), expression=num(1))
+        add = InsertRows(phase=phase, purpose="the copies the rows' multiplicities gained",
+                         target=self.view.copy(), columns=self.table.columns,
+                         source=self._with_copies(self.rows(touched.copy()), first))
+        return [drop, add]
 
 
 def touched_keys(group: tuple[str, ...], scratches: list[str]) -> exp.Query:

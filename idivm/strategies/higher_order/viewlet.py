@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ...calculus.delta import delta
-from ...calculus.expr import (Add, Assign, Atom, Cmp, Const, DeltaRel, Expr, Mul, Neg, Rel, Sum, Var, add, children,
+from ...calculus.expr import (Add, Assign, Atom, Cmp, Const, DeltaRel, Expr, Extern, Mul, Neg, Rel, Sum, Var, add, children,
                               mul, relations)
 from ...calculus.printer import show
 from ...calculus.simplify import simplify
@@ -57,7 +57,7 @@ class Compiled:
 
 
 def _vars(q: Expr) -> set[str]:
-    if isinstance(q, Atom):
+    if isinstance(q, (Atom, Extern)):
         return set(q.vars)
     if isinstance(q, Var):
         return {q.name}
