@@ -160,3 +160,27 @@ def test_nulls_having_expressions_and_distinct(engine, db, mode):
             engine.maintain(*NULLABLE)
         for name, (sql, cols) in NULLABLE.items():
             assert_equal_multiset(db, name, sql, cols)
+
+
+GROUP_EXPRESSIONS = {
+    "by_expression": ("SELECT g % 2 AS odd, sum(x) AS s, count(*) AS n FROM n1 GROUP BY g % 2", ["odd", "s", "n"]),
+    "by_hidden_expression": ("SELECT count(*) AS n FROM n1 JOIN n2 ON n1.x = n2.x GROUP BY COALESCE(n1.g, 0) + n2.y",
+                             ["n"]),
+    "distinct_expression": ("SELECT DISTINCT x * 2 AS twice, g IS NULL AS missing FROM n1", ["twice", "missing"]),
+}
+
+
+def test_group_by_expressions(engine, db):
+    db.execute("CREATE TABLE n1 (k int PRIMARY KEY, g int, x int)")
+    db.execute("CREATE TABLE n2 (k int PRIMARY KEY, x int, y int)")
+    rng = random.Random(5)
+    for _ in range(3):
+        _nullable_writes(db, rng)
+    for name, (sql, _) in GROUP_EXPRESSIONS.items():
+        engine.register_view(name, sql, strategy="higher-order")
+    for _ in range(12):
+        with db.transaction():
+            _nullable_writes(db, rng)
+        engine.maintain(*GROUP_EXPRESSIONS)
+        for name, (sql, cols) in GROUP_EXPRESSIONS.items():
+            assert_equal_multiset(db, name, sql, cols)

@@ -102,10 +102,18 @@ def create_higher_order_tables(conn, t: HigherOrderTarget) -> None:
     definition = parse_one(t.definition).sql("postgres")
     run(conn, f"CREATE TABLE {view} {WITH_STORAGE} AS SELECT * FROM ({definition}) AS q WITH NO DATA")
     if layout.hidden:
-        run(conn, f"ALTER TABLE {view} " + ", ".join(f"ADD COLUMN {ident(c)} {typ}" for c, typ in layout.hidden))
+        keys = dict((c, var) for c, var in layout.keys)
+        counts = qualified("idivm", t.count_map_table())
+        typed = [(c, typ or _column_type(conn, counts, keys[c])) for c, typ in layout.hidden]
+        run(conn, f"ALTER TABLE {view} " + ", ".join(f"ADD COLUMN {ident(c)} {typ}" for c, typ in typed))
     run(conn, f"INSERT INTO {view} ({', '.join(ident(c) for c in layout.columns)})\n{sql(t.view_from_maps.fill())}")
     if layout.primary_key:
         _unique(conn, view, layout.primary_key, bool(layout.nullable))
+
+
+def _column_type(conn, table: str, column: str) -> str:
+    return run(conn, "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = %s::regclass "
+                     "AND attname = %s", (table, column)).fetchone()[0]
 
 
 def _unique(conn, table: str, columns: list[str], nullable: bool) -> None:

@@ -43,6 +43,10 @@ class HigherOrderTarget:
     def table(self) -> ViewTable:
         return layout(self.translation)
 
+    def count_map_table(self) -> str:
+        """The table of the COUNT(*) map (its key columns type the view's hidden keys)."""
+        return map_table_name(self.view_id, self.compiled.top[self.translation.count_map])
+
     def map_table(self, map_name: str) -> exp.Table:
         return Rl.view("idivm", map_table_name(self.view_id, map_name))
 
@@ -108,7 +112,7 @@ def make_higher_order_target(schema: str, name: str, plan, captured: dict, view_
         t = s.table
         tables[relation_name(s)] = BaseTable(t.schema, t.name, t.column_names, captured[(t.schema, t.name)])
     nullable = frozenset(variable(s.alias, c) for s in scans(spj) for c in s.table.column_names
-                         if not s.table.never_null(c))
+                         if not s.table.never_null(c)) | translation.lifted
     return HigherOrderTarget(schema, name, view_id, translation, compiled, tables, definition, nullable)
 
 

@@ -22,7 +22,7 @@ from ...program import relations as Rl
 from ...program.steps import CACHE_ROLE, MAPS_PHASE, AddToMap, CreateScratch, InsertRows, Step
 from ...program.trees import alias, col, eq, num, select, string, subquery, union_all
 from ..idiff_steps import kind_is_not
-from .viewlet import Compiled, MapDef, expand
+from .viewlet import Compiled, MapDef, expand, is_lift
 
 VALUE = "__value"
 MULT = "__m"
@@ -108,7 +108,12 @@ def monomial_select(coef, group: tuple[str, ...], factors: tuple[Expr, ...], bin
                     bound[var] = c
             if mult is not None:
                 weights.append(mult)
+    for f in factors:  # lifts first: conditions and the group may read what they bind
+        if is_lift(f):
+            bound[f.var] = extern_sql(f.q, bound)
     for f in factors:
+        if is_lift(f):
+            continue
         if isinstance(f, Cmp):
             where.append(CMP[f.op](this=_term(f.left, bound), expression=_term(f.right, bound)))
         elif isinstance(f, Extern):

@@ -18,8 +18,11 @@ are not TRUE, values are empty where SQL's SUM would skip them, and map keys tha
 grouped as GROUP BY groups them (NULLs together). Output expressions and HAVING are evaluated by
 the database over the maps' values, so their NULL rules are SQL's own.
 
-What is not translated yet is refused with UnsupportedQuery naming it: expressions as group keys,
-MIN/MAX and DISTINCT aggregates, UNION, EXISTS/IN subqueries and nested aggregates.
+A GROUP BY expression (and SELECT DISTINCT of one) is a variable bound to its value,
+x := f(y⃗), DBToaster's lift of a value term; it may be NULL, like any GROUP BY value.
+
+What is not translated yet is refused with UnsupportedQuery naming it: MIN/MAX and DISTINCT
+aggregates, UNION, EXISTS/IN subqueries and nested aggregates.
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ from typing import Callable
 from sqlglot import exp
 
 from ...algebra.plan import AGG_MARK, Aggregate, Join, Project, Scan, Select, scans
-from ...calculus.expr import VAR_TABLE, Cmp, Const, Expr, Extern, Rel, Sum, Var, mul
+from ...calculus.expr import VAR_TABLE, Assign, Cmp, Const, Expr, Extern, Rel, Sum, Var, mul
 from ...errors import UnsupportedQuery
 
 OPS = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
@@ -67,7 +70,8 @@ class Translation:
     count_map: str = "count"
     grouped: bool = False  # one row per group; else a multiset of rows
     types: dict[str, str] = field(default_factory=dict)  # each variable's SQL type
-    nullable: frozenset[str] = frozenset()  # variables that may hold NULL
+    nullable: frozenset[str] = frozenset()  # group variables that may hold NULL
+    lifted: frozenset[str] = frozenset()  # variables bound to GROUP BY expressions (they may be NULL)
 
     def shown_var(self, name: str) -> str | None:
         """The variable an output shows as it is, if it is just one."""
@@ -236,16 +240,20 @@ def _aggregate(agg: Aggregate, exact) -> Translation:
     scope = _Scope(cache)
     body = _body(cache.child, scope)
     cols = dict(cache.outputs)
-    group = []
+    group, lifts = [], []
     for k in agg.keys:
         e = scope.joined_column(cols[k])
-        if not isinstance(e, exp.Column):
-            raise refuse(f"GROUP BY the expression {shown(cols[k])}")
-        group.append(scope.var(e))
+        if isinstance(e, exp.Column):
+            group.append(scope.var(e))
+        else:  # GROUP BY an expression: a variable bound to its value (x := f(y⃗)), NULL a value too
+            group.append(f"#{k}")
+            lifts.append(Assign(group[-1], scope.extern("value", e)))
+    body = mul(body, *lifts)
     key_var = dict(zip(agg.keys, group))
     group_t = tuple(dict.fromkeys(group))
+    lifted = frozenset(a.var for a in lifts)
     out = Translation(group=group_t, maps={"count": Sum(group_t, body)}, grouped=True, types=scope.types,
-                      nullable=scope.nullable & set(group_t))
+                      nullable=(scope.nullable | lifted) & set(group_t), lifted=lifted)
 
     def arg_of(a: exp.Expression) -> exp.Expression:
         """An aggregate's argument over the base columns (it is written over the cache's columns)."""

@@ -35,7 +35,8 @@ COPY = "__idivm_n"  # an SPJ view's copy number of a row, 1..its multiplicity
 
 @dataclass
 class ViewTable:
-    """`outputs` (their types come from the defining query); `hidden`: (name, SQL type) after them;
+    """`outputs` (their types come from the defining query); `hidden`: (name, SQL type or None for the
+    type of the group variable's column in the COUNT(*) map) after them;
     `keys`: (column, group variable) pairs that identify a group; `nullable`: key columns that may
     be NULL; `copies`: an SPJ view's rows are numbered copies (COPY)."""
 
@@ -70,7 +71,7 @@ def layout(t: Translation) -> ViewTable:
     for i, var in enumerate(t.group):
         if var not in shown:
             shown[var] = f"__idivm_k{i}"
-            out.hidden.append((shown[var], t.types[var]))
+            out.hidden.append((shown[var], t.types.get(var)))  # None: a GROUP BY expression's, found by the engine
         out.keys.append((shown[var], var))
         if var in t.nullable:
             out.nullable.add(shown[var])

@@ -70,6 +70,11 @@ def _vars(q: Expr) -> set[str]:
     return set().union(*(_vars(c) for c in children(q))) if children(q) else set()
 
 
+def _inputs(q: Expr) -> set[str]:
+    """The variables a factor reads (a lift also outputs its own)."""
+    return _vars(q.q) if is_lift(q) else _vars(q)
+
+
 Monomial = tuple[Fraction, tuple[str, ...] | None, tuple[Expr, ...]]  # coefficient, Sum group (None: none), factors
 
 
@@ -90,9 +95,15 @@ def expand(q: Expr, group: tuple[str, ...] | None = None) -> list[Monomial]:
         for f in q.factors:
             out = [(c1 * c2, group, fs1 + fs2) for c1, _, fs1 in out for c2, _, fs2 in expand(f, group)]
         return out
-    if isinstance(q, Assign):
+    if isinstance(q, Assign) and not is_lift(q):
         raise UnsupportedQuery("nested aggregates (assignments) in the viewlet transform")
     return [(Fraction(1), group, (q,))]
+
+
+def is_lift(q: Expr) -> bool:
+    """x := f(y⃗): a variable bound to an interpreted value of other variables (a GROUP BY
+    expression), which reads no relation and so is a plain factor, like a comparison."""
+    return isinstance(q, Assign) and isinstance(q.q, Extern) and q.q.kind == "value"
 
 
 class _Compiler:
@@ -119,7 +130,7 @@ class _Compiler:
         if not base:
             return mul(Const(coef), Sum(group or (), mul(*factors)))
         base_vars = set().union(*(_vars(f) for f in base))
-        inner = [f for f in factors if not isinstance(f, (Rel, DeltaRel)) and _vars(f) and _vars(f) <= base_vars]
+        inner = [f for f in factors if not isinstance(f, (Rel, DeltaRel)) and _vars(f) and _inputs(f) <= base_vars]
         outer = [f for f in factors if f not in base and not any(f is i for i in inner)]
         outside = set().union(*(_vars(f) for f in outer)) | set(keys)
         deltas = [f for f in outer if isinstance(f, DeltaRel)]
