@@ -17,7 +17,9 @@ from ...calculus.printer import show
 from ...program import relations as Rl
 from ...program.steps import Program
 from .to_steps import BaseTable, Binder, definition_query, trigger_steps
-from .translate import Translation, relation_name, translate, variable
+from .scope import VAR, relation_name_of
+from .translate import Translation, translate, variable
+from .nesting import correlated_groups, derived_map
 from .view_table import ViewFromMaps, ViewTable, layout, touched_keys
 from .viewlet import Compiled, compile_queries, expand
 
@@ -56,9 +58,26 @@ class HigherOrderTarget:
 
     @property
     def view_from_maps(self) -> ViewFromMaps:
-        top = self.compiled.top
-        return ViewFromMaps(self.translation, self.table, Rl.view(self.schema, self.name),
-                            lambda name: self.map_table(top[name]))
+        return ViewFromMaps(self.translation, self.table, Rl.view(self.schema, self.name), self.view_level_map)
+
+    def view_level_map(self, name: str, touched: exp.Query | None) -> exp.Expression:
+        """A map the view table reads: its stored table, or under nesting a re-evaluation of it
+        from its outer map and the nested maps (for the touched groups only, when given)."""
+        t, top = self.translation, self.compiled.top
+        if t.nesting is None:
+            return self.map_table(top[name])
+        nested = [self.map_table(top[t.nested_map(i)]) for i in range(len(t.nesting.nested))]
+        return derived_map(t.nesting, t.group, self.map_table(top[name]), nested, touched, self.nullable)
+
+    def touched_by_nesting(self, written: list[tuple[str, str]]) -> list[exp.Query]:
+        """Groups whose outer rows correlate with a changed key of a nested map."""
+        t, top = self.translation, self.compiled.top
+        out = []
+        for i, n in enumerate(t.nesting.nested if t.nesting else []):
+            for m, scratch in written:
+                if m == top[t.nested_map(i)]:
+                    out.append(correlated_groups(n, t.group, self.map_table(top[t.count_map]), scratch))
+        return out
 
     def map_fills(self) -> list[tuple[str, list[str], list[str], exp.Query]]:
         """Each map's table name, keys, keys that may be NULL, and initial contents (its definition
@@ -80,11 +99,20 @@ class HigherOrderTarget:
                         if isinstance(f, Atom) and not isinstance(f, DeltaRel) and f.name in keys:
                             cols = tuple(v for v in keys[f.name] if v in bound)
                             pk = keys[f.name]
-                            if cols and cols != pk[:len(cols)]:
-                                found = out.setdefault(map_table_name(self.view_id, f.name), [])
-                                if cols not in found:
-                                    found.append(cols)
+                            self._lookup(out, f.name, pk, cols)
+        t = self.translation
+        if t.nesting is not None:  # correlated_groups finds outer rows by the variables the correlation reads
+            counts = self.compiled.top[t.count_map]
+            for n in t.nesting.nested:
+                used = {c.name for e in n.correlation for c in e.find_all(exp.Column) if c.table == VAR}
+                self._lookup(out, counts, keys[counts], tuple(v for v in keys[counts] if v in used))
         return out
+
+    def _lookup(self, out: dict, map_name: str, pk: tuple[str, ...], cols: tuple[str, ...]) -> None:
+        if cols and cols != pk[:len(cols)]:
+            found = out.setdefault(map_table_name(self.view_id, map_name), [])
+            if cols not in found:
+                found.append(cols)
 
     def catalog_ids(self) -> list[list[str]]:
         """The view table's identifying columns, as the catalog records IDs: [kind, source, column]."""
@@ -93,12 +121,30 @@ class HigherOrderTarget:
 
     def describe(self) -> list[str]:
         """What explain shows before the program: the view in AGCA, the maps and trigger programs."""
+        t = self.translation
         lines = ["view in AGCA:"]
-        lines += [f"  {name} := {show(q)}" for name, q in self.translation.maps.items()]
+        lines += [f"  {name} := {show(q)}" for name, q in t.maps.items()]
+        if t.nesting is not None:  # nesting.py: the view re-evaluated from its maps (rule 4 of Figure 1)
+            for i, n in enumerate(t.nesting.nested):
+                corr = " AND ".join(_placeholders(c) for c in n.correlation) or "TRUE"
+                lines.append(f"  {n.var} := Sum[]({t.nested_map(i)}({', '.join(n.keys)}) * [{corr}])")
+            cond = " AND ".join(_placeholders(c) for c in t.nesting.conditions)
+            lines.append(f"  view maps re-evaluated per group: Sum[{', '.join(t.group)}](<map>[{', '.join(t.map_keys)}]"
+                         f" * [{cond}])")
         lines.append("maps (viewlet transform: polynomial expansion, query decomposition, duplicate maps merged):")
         lines += ["  " + line for line in self.compiled.format().splitlines()]
         lines.append("view table from: " + ", ".join(f"{n} = {self.compiled.top[n]}" for n in self.translation.maps))
         return lines
+
+
+def _placeholders(e: exp.Expression) -> str:
+    """SQL over placeholders, shown with bare variable names."""
+    def bare(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and node.table.startswith("@"):
+            return exp.column(node.name)
+        return node
+
+    return e.copy().transform(bare).sql("postgres")
 
 
 def make_higher_order_target(schema: str, name: str, plan, captured: dict, view_id: int, definition: str,
@@ -107,12 +153,11 @@ def make_higher_order_target(schema: str, name: str, plan, captured: dict, view_
     translation = translate(plan, exact)
     compiled = compile_queries(translation.maps)
     spj = plan.cache if isinstance(plan, Aggregate) else plan
-    tables = {}
-    for s in scans(spj):
-        t = s.table
-        tables[relation_name(s)] = BaseTable(t.schema, t.name, t.column_names, captured[(t.schema, t.name)])
-    nullable = frozenset(variable(s.alias, c) for s in scans(spj) for c in s.table.column_names
-                         if not s.table.never_null(c)) | translation.lifted
+    read = [(s.alias, s.table) for s in scans(spj)] + [(q.alias, q.table) for q in getattr(spj, "subqueries", [])]
+    tables = {relation_name_of(t): BaseTable(t.schema, t.name, t.column_names, captured[(t.schema, t.name)])
+              for _, t in read}
+    nullable = frozenset(variable(a, c) for a, t in read for c in t.column_names
+                         if not t.never_null(c)) | translation.lifted
     return HigherOrderTarget(schema, name, view_id, translation, compiled, tables, definition, nullable)
 
 
@@ -121,16 +166,29 @@ def higher_order_program(target: HigherOrderTarget) -> Program:
     rows of the touched keys from the top-level maps."""
     program = Program(strategy=STRATEGY, derivations=target.describe())
     binder = target.binder
-    top = set(target.compiled.top.values())
+    t = target.translation
+    nested = {t.nested_map(i) for i in range(len(t.nesting.nested))} if t.nesting else set()
+    view_level = {target.compiled.top[n] for n in t.maps if n not in nested}
     touched: list[str] = []
+    all_written: list[tuple[str, str]] = []
     for relation in sorted(target.compiled.triggers):
         cid = target.tables[relation].captured_id
         steps, written = trigger_steps(target.compiled, relation, binder,
                                        lambda k, cid=cid: f"idivm_inc_{target.view_id}_{cid}_{k}", driven_by=cid)
         program.steps += steps
-        touched += [scratch for m, scratch in written if m in top]
-    if target.translation.group and touched:
-        program.steps += target.view_from_maps.steps(touched_keys(target.translation.group, touched))
-    elif not target.translation.group:
+        touched += [scratch for m, scratch in written if m in view_level]
+        all_written += written
+    if not t.group:
         program.steps += target.view_from_maps.steps(None)
+        return program
+    queries = ([touched_keys(t.group, touched)] if touched else []) + target.touched_by_nesting(all_written)
+    if queries:
+        program.steps += target.view_from_maps.steps(_union(queries))
     return program
+
+
+def _union(queries: list[exp.Query]) -> exp.Query:
+    out = queries[0]
+    for q in queries[1:]:
+        out = exp.Union(this=out, expression=q, distinct=True)
+    return out

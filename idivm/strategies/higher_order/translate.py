@@ -21,31 +21,25 @@ the database over the maps' values, so their NULL rules are SQL's own.
 A GROUP BY expression (and SELECT DISTINCT of one) is a variable bound to its value,
 x := f(y⃗), DBToaster's lift of a value term; it may be NULL, like any GROUP BY value.
 
+EXISTS / IN subqueries are nested counts (nesting.py): the view's maps are then keyed by the
+group variables and the outer variables the subqueries read, and the view is re-evaluated from
+them and the subqueries' maps.
+
 What is not translated yet is refused with UnsupportedQuery naming it: MIN/MAX and DISTINCT
-aggregates, UNION, EXISTS/IN subqueries and nested aggregates.
+aggregates, UNION, and scalar aggregate subqueries.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Callable
 
 from sqlglot import exp
 
-from ...algebra.plan import AGG_MARK, Aggregate, Join, Project, Scan, Select, scans
-from ...calculus.expr import VAR_TABLE, Assign, Cmp, Const, Expr, Extern, Rel, Sum, Var, mul
+from ...algebra.plan import AGG_MARK, Aggregate, Join, Project, Scan, Select
+from ...calculus.expr import Assign, Expr, Rel, Sum, Var, mul
 from ...errors import UnsupportedQuery
-
-OPS = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
-VAR, SLOT = "@var", "@slot"  # placeholders in output and HAVING expressions: a variable, a map value
-
-
-def variable(alias: str, column: str) -> str:
-    return f"{alias}.{column}"
-
-
-def relation_name(scan: Scan) -> str:
-    return f"{scan.table.schema}.{scan.table.name}"
+from .nesting import Nesting, NestingBuilder, subquery_nodes
+from .scope import SLOT, VAR, Scope, placeholder, refuse, relation_name, shown, variable
 
 
 @dataclass(frozen=True)
@@ -72,6 +66,11 @@ class Translation:
     types: dict[str, str] = field(default_factory=dict)  # each variable's SQL type
     nullable: frozenset[str] = frozenset()  # group variables that may hold NULL
     lifted: frozenset[str] = frozenset()  # variables bound to GROUP BY expressions (they may be NULL)
+    map_keys: tuple[str, ...] = ()  # keys of the view's maps: group, then the outer variables of nesting
+    nesting: Nesting | None = None  # EXISTS / IN subqueries: the view is re-evaluated from its maps
+
+    def nested_map(self, i: int) -> str:
+        return f"nested_{i}"
 
     def shown_var(self, name: str) -> str | None:
         """The variable an output shows as it is, if it is just one."""
@@ -79,131 +78,44 @@ class Translation:
         return e.name if isinstance(e, exp.Column) and e.table == VAR else None
 
 
-def refuse(what: str) -> UnsupportedQuery:
-    return UnsupportedQuery(f"the higher-order strategy does not translate {what} yet; use --strategy id")
+def _body(node, scope: Scope, nesting: NestingBuilder) -> Expr:
+    """scans * conditions of an SPJ subtree; conjuncts with subqueries go to `nesting`."""
+    def conditions(conjuncts) -> list[Expr]:
+        out = []
+        for c in conjuncts:
+            if subquery_nodes(c):
+                nesting.condition(c)
+            else:
+                out.append(scope.condition(c))
+        return out
 
-
-def shown(e: exp.Expression) -> str:
-    """An expression as a user would write it (identifiers quoted only where they must be)."""
-    def plain(node: exp.Expression) -> exp.Expression:
-        return exp.to_identifier(node.name) if isinstance(node, exp.Identifier) else node
-
-    return e.copy().transform(plain).sql("postgres")
-
-
-def placeholder(kind: str, name: str) -> exp.Column:
-    return exp.Column(this=exp.to_identifier(name, quoted=True), table=exp.to_identifier(kind, quoted=True))
-
-
-class _Scope:
-    """Variables of the scans under one SPJ plan."""
-
-    def __init__(self, plan):
-        self.tables = {s.alias: s.table for s in scans(plan)}
-        self.types = {variable(a, c): t for a, tbl in self.tables.items() for c, t in tbl.columns}
-        self.nullable = frozenset(variable(a, c) for a, tbl in self.tables.items()
-                                  for c in tbl.column_names if not tbl.never_null(c))
-        self.equal: set[frozenset[str]] = set()  # variables a join or WHERE conjunct equates
-
-    def joined_column(self, e: exp.Expression) -> exp.Expression:
-        """COALESCE(a.x, b.x) of columns that an equality conjunct equates (how a NATURAL or USING
-        join's column reads) is a.x: an inner join's equal columns are equal and not NULL."""
-        if isinstance(e, exp.Coalesce) and all(isinstance(a, exp.Column) for a in [e.this, *e.expressions]):
-            first = self.var(e.this)
-            if all(frozenset((first, self.var(a))) in self.equal for a in e.expressions):
-                return e.this
-        return e
-
-    def var(self, e: exp.Column) -> str:
-        if e.table not in self.tables:
-            raise refuse(f"the column {shown(e)}")
-        return variable(e.table, e.name)
-
-    def term(self, e: exp.Expression) -> Var | Const | None:
-        """A column or a number or text constant as an AGCA term; None for anything else."""
-        if isinstance(e, exp.Paren):
-            return self.term(e.this)
-        if isinstance(e, exp.Column):
-            return Var(self.var(e))
-        if isinstance(e, exp.Literal):
-            return Const(e.this if e.is_string else Fraction(e.this))
-        if isinstance(e, exp.Neg) and isinstance(e.this, exp.Literal) and not e.this.is_string:
-            return Const(-Fraction(e.this.this))
-        return None
-
-    def extern(self, kind: str, e: exp.Expression) -> Extern:
-        """e as an interpreted function of its variables."""
-        if e.find(exp.Subquery, exp.Exists, exp.AggFunc) is not None:
-            raise refuse(f"the subquery or aggregate in {shown(e)}")
-        names: list[str] = []
-
-        def put(node: exp.Expression) -> exp.Expression:
-            if isinstance(node, exp.Column):
-                v = self.var(node)
-                names.append(v)
-                return placeholder(VAR_TABLE, v)
-            return node
-
-        sql = e.copy().transform(put).sql("postgres")
-        return Extern(kind, sql, tuple(dict.fromkeys(names)))
-
-    def condition(self, e: exp.Expression) -> Expr:
-        if isinstance(e, exp.Paren):
-            return self.condition(e.this)
-        if isinstance(e, exp.And):
-            return mul(self.condition(e.this), self.condition(e.expression))
-        op = OPS.get(type(e))
-        if op is not None:
-            left, right = self.term(e.this), self.term(e.expression)
-            if left is not None and right is not None:
-                if op == "=" and isinstance(left, Var) and isinstance(right, Var):
-                    self.equal.add(frozenset((left.name, right.name)))
-                return Cmp(op, left, right)
-        return self.extern("cond", e)
-
-    def value(self, e: exp.Expression) -> Expr:
-        """e as a multiplicity: a variable, or an interpreted value."""
-        t = self.term(e)
-        return t if isinstance(t, Var) else self.extern("value", e)
-
-    def not_null(self, e: exp.Expression) -> Expr | None:
-        """The condition that e is not NULL (None: it never is)."""
-        t = self.term(e)
-        if isinstance(t, Const) or (isinstance(t, Var) and t.name not in self.nullable):
-            return None
-        return self.extern("cond", exp.Not(this=exp.Is(this=e.copy(), expression=exp.Null())))
-
-    def over_vars(self, e: exp.Expression) -> exp.Expression:
-        """An output expression with its columns as variable placeholders."""
-        if e.find(exp.Subquery, exp.Exists, exp.AggFunc) is not None:
-            raise refuse(f"the output {shown(e)}")
-
-        def put(node: exp.Expression) -> exp.Expression:
-            if isinstance(node, exp.Column):
-                return placeholder(VAR, self.var(node))
-            return node
-
-        return e.copy().transform(put)
-
-
-def _body(node, scope: _Scope) -> Expr:
-    """scans * conditions of an SPJ subtree."""
     if isinstance(node, Scan):
         cols = node.table.column_names
         return Rel(relation_name(node), tuple(variable(node.alias, c) for c in cols))
     if isinstance(node, Join):
-        return mul(_body(node.left, scope), _body(node.right, scope), *(scope.condition(c) for c in node.conjuncts))
+        return mul(_body(node.left, scope, nesting), _body(node.right, scope, nesting), *conditions(node.conjuncts))
     if isinstance(node, Select):
-        return mul(_body(node.child, scope), *(scope.condition(c) for c in node.conjuncts))
+        return mul(_body(node.child, scope, nesting), *conditions(node.conjuncts))
     raise refuse(type(node).__name__)
 
 
-def _plain(plan) -> Project:
+def _spj(plan) -> tuple[Scope, Expr, Nesting]:
     if not isinstance(plan, Project):
         raise refuse("UNION")
-    if plan.subqueries:
-        raise refuse("EXISTS / IN subqueries")
-    return plan
+    scope = Scope(plan)
+    builder = NestingBuilder(scope, plan.subqueries)
+    body = _body(plan.child, scope, builder)
+    return scope, body, builder.out
+
+
+def _nest(out: Translation, nesting: Nesting) -> None:
+    """The view's maps keyed by the group and the outer variables its subqueries read, and the
+    subqueries' own maps (nesting.py)."""
+    out.map_keys = out.group + tuple(v for v in nesting.outer if v not in out.group)
+    if nesting:
+        out.nesting = nesting
+        for i, n in enumerate(nesting.nested):
+            out.maps[out.nested_map(i)] = n.query
 
 
 def _vars_of(e: exp.Expression) -> list[str]:
@@ -213,7 +125,7 @@ def _vars_of(e: exp.Expression) -> list[str]:
 EXACT_TYPES = ("smallint", "integer", "bigint", "numeric")
 
 
-def _exact(cache_column: str, e: exp.Expression, scope: _Scope, exact) -> bool:
+def _exact(cache_column: str, e: exp.Expression, scope: Scope, exact) -> bool:
     if exact is not None:
         return exact(cache_column)
     t = scope.term(e)  # without the database's word: a column's declared type
@@ -226,20 +138,18 @@ def translate(plan, exact: Callable[[str], bool] | None = None) -> Translation:
     on the order of the additions, which maintenance cannot reproduce."""
     if isinstance(plan, Aggregate):
         return _aggregate(plan, exact)
-    plan = _plain(plan)
-    scope = _Scope(plan)
-    body = _body(plan.child, scope)
+    scope, body, nesting = _spj(plan)
     outputs = [(n, scope.over_vars(scope.joined_column(e))) for n, e in plan.outputs]
     group = tuple(dict.fromkeys(v for _, e in outputs for v in _vars_of(e)))
-    return Translation(group=group, maps={"count": Sum(group, body)}, outputs=outputs,
-                       types=scope.types, nullable=scope.nullable & set(group))
+    out = Translation(group=group, outputs=outputs, types=scope.types, nullable=scope.nullable & set(group))
+    _nest(out, nesting)
+    out.maps = {"count": Sum(out.map_keys, body), **out.maps}
+    return out
 
 
 def _aggregate(agg: Aggregate, exact) -> Translation:
-    cache = _plain(agg.cache)
-    scope = _Scope(cache)
-    body = _body(cache.child, scope)
-    cols = dict(cache.outputs)
+    scope, body, nesting = _spj(agg.cache)
+    cols = dict(agg.cache.outputs)
     group, lifts = [], []
     for k in agg.keys:
         e = scope.joined_column(cols[k])
@@ -252,8 +162,11 @@ def _aggregate(agg: Aggregate, exact) -> Translation:
     key_var = dict(zip(agg.keys, group))
     group_t = tuple(dict.fromkeys(group))
     lifted = frozenset(a.var for a in lifts)
-    out = Translation(group=group_t, maps={"count": Sum(group_t, body)}, grouped=True, types=scope.types,
+    out = Translation(group=group_t, grouped=True, types=scope.types,
                       nullable=(scope.nullable | lifted) & set(group_t), lifted=lifted)
+    _nest(out, nesting)
+    keys = out.map_keys
+    out.maps = {"count": Sum(keys, body), **out.maps}
 
     def arg_of(a: exp.Expression) -> exp.Expression:
         """An aggregate's argument over the base columns (it is written over the cache's columns)."""
@@ -266,7 +179,7 @@ def _aggregate(agg: Aggregate, exact) -> Translation:
         if cond is None:
             return "count"
         name = f"count_{len(out.maps)}"
-        query = Sum(group_t, mul(body, cond))
+        query = Sum(keys, mul(body, cond))
         for known, q in out.maps.items():
             if q == query:
                 return known
@@ -295,7 +208,7 @@ def _aggregate(agg: Aggregate, exact) -> Translation:
                         f"the higher-order strategy cannot keep {node.key.upper()}({shown(e)}) exactly: its argument "
                         "is not an integer or numeric, and sums of floating-point values depend on the order of "
                         "the additions; use --strategy id")
-                summed = Sum(group_t, mul(body, scope.value(e)))
+                summed = Sum(keys, mul(body, scope.value(e)))
                 name = next((k for k, q in out.maps.items() if q == summed), f"sum_{len(out.maps)}")
                 out.maps[name] = summed
                 s = Slot("sum" if isinstance(node, exp.Sum) else "avg", (name, count_of(e)))

@@ -26,9 +26,10 @@ from sqlglot import exp
 
 from ...program import relations as Rl
 from ...program.steps import VIEW_FROM_MAPS_PHASE, DeleteMatching, InsertRows, Step, UpdateMatching
-from ...program.trees import alias, all_of, col, distinct_from, eq, exists, num, select, subquery
+from ...program.trees import alias, all_of, col, distinct_from, exists, num, select, subquery
 from .to_steps import VALUE
-from .translate import SLOT, VAR, Translation
+from .scope import SLOT, VAR, same
+from .translate import Translation
 
 COPY = "__idivm_n"  # an SPJ view's copy number of a row, 1..its multiplicity
 
@@ -80,19 +81,12 @@ def layout(t: Translation) -> ViewTable:
     return out
 
 
-def same(a: exp.Expression, b: exp.Expression, nullable: bool) -> exp.Expression:
-    """a equals b, NULL equal to NULL where they may be NULL (written so that an index serves both)."""
-    if not nullable:
-        return eq(a, b)
-    both_null = exp.And(this=exp.Is(this=a.copy(), expression=exp.Null()), expression=exp.Is(this=b.copy(), expression=exp.Null()))
-    return exp.Paren(this=exp.Or(this=eq(a, b), expression=exp.Paren(this=both_null)))
-
-
 class ViewFromMaps:
     """Queries and steps that derive the view's rows from its top-level maps."""
 
     def __init__(self, translation: Translation, table: ViewTable, view: exp.Table, map_table):
-        """map_table(translation map name) -> the (abstract) table of the top-level map."""
+        """map_table(translation map name, touched keys query or None) -> the top-level map's
+        (abstract) table, or a subquery that re-evaluates it (nesting.py), for the touched keys."""
         self.t, self.table, self.view, self.map_table = translation, table, view, map_table
         named = [m for s in translation.slots.values() for m in s.maps if m != translation.count_map]
         self.aliases = {m: f"m{i}" for i, m in enumerate(dict.fromkeys(named))}
@@ -102,8 +96,12 @@ class ViewFromMaps:
         ref.set("alias", exp.TableAlias(this=exp.to_identifier(alias_, quoted=True)))
         return ref
 
-    def _map(self, name: str, alias_: str) -> exp.Table:
-        return self._ref(self.map_table(name), alias_)
+    def _map(self, name: str, alias_: str, touched: exp.Query | None = None) -> exp.Expression:
+        m = self.map_table(name, touched.copy() if touched is not None else None)
+        if isinstance(m, exp.Subquery):
+            m.set("alias", exp.TableAlias(this=exp.to_identifier(alias_, quoted=True)))
+            return m
+        return self._ref(m, alias_)
 
     def _keys_equal(self, a: str, b: str) -> exp.Expression:
         """Rows a and b (both with a column per group variable) have the same keys."""
@@ -137,17 +135,18 @@ class ViewFromMaps:
 
         return e.copy().transform(put)
 
-    def _from_maps(self, outputs: list[exp.Expression], where: list[exp.Expression]) -> exp.Select:
+    def _from_maps(self, outputs: list[exp.Expression], where: list[exp.Expression],
+                   touched: exp.Query | None = None) -> exp.Select:
         """SELECT outputs FROM the COUNT(*) map joined with the other top-level maps WHERE ...; without
         group variables, one row whether or not the maps have one."""
         if self.t.group:
-            q = select(outputs, [self._map(self.t.count_map, "c")])
+            q = select(outputs, [self._map(self.t.count_map, "c", touched)])
         else:
             q = select(outputs, [subquery(select([alias(num(1), "one")], []), "u")])
             q = q.join(self._map(self.t.count_map, "c"), on=exp.true(), join_type="left", copy=False)
         for name, a in self.aliases.items():
             on = self._keys_equal("c", a) if self.t.group else exp.true()
-            q = q.join(self._map(name, a), on=on, join_type="left", copy=False)
+            q = q.join(self._map(name, a, touched), on=on, join_type="left", copy=False)
         conds = list(where) + ([self._over_maps(self.t.having)] if self.t.having is not None else [])
         return q.where(all_of(conds), copy=False) if conds else q
 
@@ -162,8 +161,8 @@ class ViewFromMaps:
                 where.append(exists(select([num(1)], [subquery(touched, "a")], [self._keys_equal("c", "a")])))
             else:
                 keys = exp.Tuple(expressions=[col("c", v) for v in self.t.group])
-                where.append(exp.In(this=keys, query=exp.Subquery(this=touched)))
-        return self._from_maps(outs, where)
+                where.append(exp.In(this=keys, query=exp.Subquery(this=touched.copy())))
+        return self._from_maps(outs, where, touched)
 
     def fill(self) -> exp.Query:
         """Every row of the view (the initial fill), in the column order of the table."""
@@ -196,7 +195,7 @@ class ViewFromMaps:
                                 exp.Tuple(expressions=[col("n", c) for c in values]))
         steps: list[Step] = []
         if self.t.group:
-            still = exists(self._from_maps([num(1)], [self._keys_equal("c", "a")]))
+            still = exists(self._from_maps([num(1)], [self._keys_equal("c", "a")], touched))
             steps.append(DeleteMatching(phase=phase, purpose="groups that no longer exist (COUNT(*) 0 or HAVING false)",
                                         target=view.copy(), using=[subquery(touched.copy(), "a")],
                                         condition=all_of([self._match("v", "a", by_var=True), exp.Not(this=still)])))
@@ -221,7 +220,7 @@ class ViewFromMaps:
 
     def _copy_steps(self, touched: exp.Query) -> list[Step]:
         phase = VIEW_FROM_MAPS_PHASE
-        count = self._map(self.t.count_map, "c")
+        count = self._map(self.t.count_map, "c", touched)
         multiplicity = exp.Coalesce(
             this=exp.Subquery(this=select([col("c", VALUE)], [count], [self._keys_equal("c", "a")])),
             expressions=[num(0)])

@@ -1,0 +1,202 @@
+"""EXISTS / IN subqueries under the higher-order strategy: nested aggregates, materialized by the
+rule for nested aggregates and decorrelation (VLDBJ'14 Section 5.1, Figure 1 rule 4):
+
+    M(Sum[A](Q_O * (x := Q_N) * f(x, B)))  =>  Sum[A](M(Sum[A,B](Q_O)) * (x := M(Q_N)) * f(x, B))
+
+A subquery is a count (VLDBJ Section 9, "Queries with EXISTS or IN clauses"): EXISTS (SELECT ...
+FROM S WHERE W) is x > 0 with x := Sum[](S * W). `a IN (SELECT c ...)` needs three counts to
+keep SQL's three-valued IN exactly: x_match (W and c = a), x_all (W) and x_null (W and c IS NULL):
+TRUE if x_match > 0, else FALSE if x_all = 0, else NULL if a or some c is NULL, else FALSE.
+NOT, OR and the rest of the conjunct are SQL's own, evaluated over those values.
+
+Decorrelation: W's conjuncts over S's columns alone stay inside Q_N; the correlated ones (that
+also read the outer query's columns, B) are applied when x is looked up, so Q_N is materialized
+as M_N = Sum[K](S * inner conjuncts), keyed by the S columns K the correlated conjuncts read
+(equality correlation: x is one lookup of M_N; an inequality: a sum over a range of M_N; none:
+M_N has one value). The outer maps are keyed by the view's group variables and B.
+
+The view is not kept by increments of its own (the delta of x := Q_N is not simpler than Q, the
+paper's reason to re-evaluate): after the maps are updated, the view's rows for the touched
+groups are re-evaluated from the outer maps and M_N. The touched groups are those whose outer
+map rows changed, and those whose outer rows correlate with a key of M_N that changed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlglot import exp
+
+from ...algebra.plan import SubqueryPredicate
+from ...calculus.expr import Expr, Rel, Sum, mul
+from ...program import relations as Rl
+from ...program.trees import alias, col, exists, select, subquery
+from .scope import VAR, Scope, placeholder, refuse, relation_name_of, same, variable
+from .to_steps import VALUE
+
+NESTED, INNER = "@nested", "@inner"  # placeholders: a nested count's value; a key of its map
+
+
+@dataclass
+class Nested:
+    """A nested count x: `query` its map's definition (keyed by `keys`, S's variables) and the
+    `correlation` conjuncts (over VAR placeholders for outer variables and INNER for the keys)
+    that select the map rows x adds up."""
+
+    var: str
+    query: Sum
+    keys: tuple[str, ...]
+    correlation: list[exp.Expression]
+
+
+@dataclass
+class Nesting:
+    nested: list[Nested] = field(default_factory=list)
+    conditions: list[exp.Expression] = field(default_factory=list)  # over VAR and NESTED placeholders
+    outer: list[str] = field(default_factory=list)  # B: outer variables the conditions and lookups read
+
+    def __bool__(self) -> bool:
+        return bool(self.conditions)
+
+
+def _sq_alias(node: exp.Expression) -> str | None:
+    inner = node.this if isinstance(node, exp.Exists) else node.args["query"].this
+    src = (inner.args.get("from_") or inner.args.get("from")).this
+    return src.alias_or_name
+
+
+def subquery_nodes(e: exp.Expression) -> list[exp.Expression]:
+    return [n for n in e.find_all(exp.Exists)] + [n for n in e.find_all(exp.In) if n.args.get("query")]
+
+
+class NestingBuilder:
+    """Collects the conjuncts with subqueries of one SPJ plan (Scope.condition hands them over)."""
+
+    def __init__(self, scope: Scope, subqueries: list[SubqueryPredicate]):
+        self.scope, self.by_alias = scope, {sq.alias: sq for sq in subqueries}
+        self.out = Nesting()
+
+    def _outer(self, e: exp.Expression, inner_alias: str | None, inner_as=VAR) -> exp.Expression:
+        """e with outer columns as VAR placeholders (recorded in B) and the subquery's as inner_as."""
+        def put(node: exp.Expression) -> exp.Expression:
+            if isinstance(node, exp.Column) and node.table in (VAR, NESTED, INNER):
+                return node
+            if isinstance(node, exp.Column) and node.table == inner_alias:
+                return placeholder(inner_as, variable(inner_alias, node.name))
+            if isinstance(node, exp.Column):
+                v = self.scope.var(node)
+                if v not in self.out.outer:
+                    self.out.outer.append(v)
+                return placeholder(VAR, v)
+            return node
+
+        return e.copy().transform(put)
+
+    def _count(self, sq: SubqueryPredicate, inner: list[Expr], correlated: list[exp.Expression]) -> exp.Column:
+        """A nested count over S with inner factors and correlated conjuncts; its placeholder."""
+        atom = Rel(relation_name_of(sq.table), tuple(variable(sq.alias, c) for c in sq.table.column_names))
+        keys = tuple(dict.fromkeys(c.name for e in correlated for c in e.find_all(exp.Column) if c.table == INNER))
+        var = f"#x{len(self.out.nested)}"
+        self.out.nested.append(Nested(var, Sum(keys, mul(atom, *inner)), keys, correlated))
+        return placeholder(NESTED, var)
+
+    def condition(self, conjunct: exp.Expression) -> None:
+        """A WHERE conjunct with EXISTS / IN subqueries."""
+        replaced = exp.Paren(this=conjunct.copy())  # a parent, so that even the whole conjunct can be replaced
+        for node in subquery_nodes(replaced):
+            alias = _sq_alias(node)
+            sq = self.by_alias.get(alias)
+            if sq is None:
+                raise refuse(f"the subquery in {conjunct.sql('postgres')}")
+            inner_vars = {variable(sq.alias, c) for c in sq.table.column_names}
+            inner: list[Expr] = []
+            correlated: list[exp.Expression] = []
+            for c in _conjuncts(sq.where):
+                refs = {self.scope_var(sq, col) for col in c.find_all(exp.Column)}
+                if refs <= inner_vars:
+                    inner.append(self.scope.condition(c))
+                else:
+                    correlated.append(self._outer(c, sq.alias, INNER))
+            if isinstance(node, exp.Exists):
+                x = self._count(sq, inner, correlated)
+                node.replace(exp.GT(this=x, expression=exp.Literal.number(0)))
+                continue
+            lhs = self._outer(node.this, None)
+            col = sq.in_col
+            match = exp.EQ(this=self._outer(col, sq.alias, INNER), expression=lhs)
+            x_match = self._count(sq, inner, correlated + [match])
+            x_all = self._count(sq, inner, correlated)
+            is_null = self.scope.condition(exp.Is(this=col.copy(), expression=exp.Null()))
+            x_null = self._count(sq, inner + [is_null], correlated)
+            zero = exp.Literal.number(0)
+            node.replace(exp.Paren(this=exp.Case(ifs=[
+                exp.If(this=exp.GT(this=x_match, expression=zero), true=exp.true()),
+                exp.If(this=exp.EQ(this=x_all, expression=zero.copy()), true=exp.false()),
+                exp.If(this=exp.or_(exp.Is(this=lhs.copy(), expression=exp.Null()),
+                                    exp.GT(this=x_null, expression=zero.copy())), true=exp.Null()),
+            ], default=exp.false())))
+        self.out.conditions.append(self._outer(replaced, "\0"))
+
+    def scope_var(self, sq: SubqueryPredicate, col: exp.Column) -> str:
+        if col.table == sq.alias:
+            return variable(sq.alias, col.name)
+        return self.scope.var(col)
+
+
+def _conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
+    if e is None:
+        return []
+    if isinstance(e, exp.Paren):
+        return _conjuncts(e.this)
+    if isinstance(e, exp.And):
+        return _conjuncts(e.this) + _conjuncts(e.expression)
+    return [e]
+
+
+def _over(e: exp.Expression, outer: str, values: dict[str, exp.Expression], inner: str | None = None) -> exp.Expression:
+    """e with VAR placeholders read from the row `outer`, NESTED from `values`, INNER from `inner`."""
+    def put(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and node.table == VAR:
+            return col(outer, node.name)
+        if isinstance(node, exp.Column) and node.table == NESTED:
+            return values[node.name].copy()
+        if isinstance(node, exp.Column) and node.table == INNER:
+            return col(inner, node.name)
+        return node
+
+    return e.copy().transform(put)
+
+
+def nested_value(n: Nested, table: exp.Table, outer: str) -> exp.Expression:
+    """x for the outer row `outer`: the sum of the nested map's rows its correlation selects."""
+    ref = table.copy()
+    ref.set("alias", exp.TableAlias(this=exp.to_identifier("n", quoted=True)))
+    where = [_over(c, outer, {}, "n") for c in n.correlation]
+    total = exp.Coalesce(this=exp.Sum(this=col("n", VALUE)), expressions=[exp.Literal.number(0)])
+    return exp.Subquery(this=select([total], [ref], where or None))
+
+
+def derived_map(nesting: Nesting, group: tuple[str, ...], outer: exp.Table, nested_tables: list[exp.Table],
+                touched: exp.Query | None, nullable: frozenset[str]) -> exp.Subquery:
+    """A view-level map re-evaluated from its outer map: Sum over the outer variables of the rows
+    whose conditions hold, x looked up per row (only the touched groups when `touched` is given)."""
+    ref = outer.copy()
+    ref.set("alias", exp.TableAlias(this=exp.to_identifier("o", quoted=True)))
+    values = {n.var: nested_value(n, t, "o") for n, t in zip(nesting.nested, nested_tables)}
+    where = [_over(c, "o", values) for c in nesting.conditions]
+    if touched is not None and group:
+        where.append(exists(select([exp.Literal.number(1)], [subquery(touched, "a")],
+                                   [same(col("o", v), col("a", v), v in nullable) for v in group])))
+    keys = [alias(col("o", v), v) for v in group]
+    q = select(keys + [alias(exp.Sum(this=col("o", VALUE)), VALUE)], [ref], where)
+    if group:
+        q = q.group_by(*[col("o", v) for v in group], copy=False)
+    return exp.Subquery(this=q)
+
+
+def correlated_groups(n: Nested, group: tuple[str, ...], outer: exp.Table, scratch: str) -> exp.Query:
+    """The groups whose outer rows correlate with a key of the nested map that changed (its
+    increment, in `scratch`): their x may have changed."""
+    ref = outer.copy()
+    ref.set("alias", exp.TableAlias(this=exp.to_identifier("o", quoted=True)))
+    changed = select([exp.Literal.number(1)], [Rl.scratch(scratch, "d")], [_over(c, "o", {}, "d") for c in n.correlation] or None)
+    return select([alias(col("o", v), v) for v in group], [ref], [exists(changed)])
