@@ -234,6 +234,7 @@ BENCHMARKS = {  # `idivm bench NAME` runs idivm.bench.NAME.main with the argumen
     "capture": "Write-path cost per statement kind: no view, deferred view, immediate view",
     "social": "Figures 9-10: eight social-analytics views, ID- vs tuple-based",
     "load": "Writers for 60 s under the scheduler: lag percentiles",
+    "higher-order": "The higher-order strategy vs id vs recomputation on Q3, Q4 and V'",
 }
 
 
@@ -241,7 +242,7 @@ def _add_benchmark(name: str, summary: str) -> None:
     def command(ctx: typer.Context):
         from importlib import import_module
 
-        raise typer.Exit(import_module(f"{__package__}.bench.{name}").main(_bench_args(ctx)))
+        raise typer.Exit(import_module(f"{__package__}.bench.{name.replace('-', '_')}").main(_bench_args(ctx)))
 
     bench.command(name, context_settings=PASS_THROUGH,
                   help=f"{summary} (options: `idivm bench {name} -- --help`).")(command)

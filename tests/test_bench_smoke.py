@@ -52,3 +52,15 @@ def test_capture_benchmark_runs_and_verifies(server_dsn, tmp_path):
     assert [r["workload"] for r in data["results"]][0] == "insert"
     assert all(r["ms_per_statement"][c]["median"] > 0 for r in data["results"] for c in CONFIGS)
     assert (tmp_path / "capture.png").stat().st_size > 0
+
+
+def test_higher_order_benchmark_runs_and_verifies(server_dsn, tmp_path):
+    from idivm.bench.higher_order import VIEWS, main
+
+    out = tmp_path / "higher_order.json"
+    assert main(["--dsn", server_dsn, "--scale", "0.002", "--rounds", "1", "--batches", "8,40",
+                 "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert all(data["views_equal_recomputation"].values()) and len(data["views_equal_recomputation"]) == 2 * len(VIEWS)
+    assert [(r["view"], r["batch"]) for r in data["results"]] == [(v, b) for v in VIEWS for b in (8, 40)]
+    assert data["map_tables"] > 0 and (tmp_path / "higher_order.png").stat().st_size > 0

@@ -221,3 +221,29 @@ def test_exists_and_in_subqueries(engine, db, mode):
             engine.maintain(*NESTED)
         for name, (sql, cols) in NESTED.items():
             assert_equal_multiset(db, name, sql, cols)
+
+
+def test_views_over_views_and_partitioned_tables(engine, db):
+    """A higher-order view over a partitioned table and over an id view; an id view over it."""
+    db.execute("CREATE TABLE p (k int PRIMARY KEY, g int NOT NULL, x int) PARTITION BY HASH (k)")
+    for r in range(2):
+        db.execute(f"CREATE TABLE p_{r} PARTITION OF p FOR VALUES WITH (MODULUS 2, REMAINDER {r})")
+    db.execute("INSERT INTO p SELECT i, i % 3, i FROM generate_series(1, 20) i")
+    engine.register_view("lower_id", "SELECT k, g, x FROM p WHERE x > 2")
+    engine.register_view("ho", "SELECT g, count(*) AS n, sum(x) AS s FROM lower_id GROUP BY g", strategy="higher-order")
+    engine.register_view("ho_direct", "SELECT g, sum(x) AS s FROM p GROUP BY g", strategy="higher-order")
+    engine.register_view("upper_id", "SELECT g, n FROM ho WHERE n > 1")
+    views = {"ho": ("SELECT g, count(*) AS n, sum(x) AS s FROM p WHERE x > 2 GROUP BY g", ["g", "n", "s"]),
+             "ho_direct": ("SELECT g, sum(x) AS s FROM p GROUP BY g", ["g", "s"]),
+             "upper_id": ("SELECT g, count(*) AS n FROM p WHERE x > 2 GROUP BY g HAVING count(*) > 1", ["g", "n"])}
+    rng = random.Random(8)
+    for _ in range(8):
+        with db.transaction():
+            for _ in range(4):
+                k = rng.randint(1, 30)
+                db.execute("INSERT INTO p VALUES (%s, %s, %s) ON CONFLICT (k) DO UPDATE SET x = excluded.x",
+                           (k, rng.randint(0, 3), rng.choice([None, rng.randint(0, 9)])))
+                db.execute("DELETE FROM p_1 WHERE k = %s", (rng.randint(1, 30),))
+        engine.maintain()
+        for name, (sql, cols) in views.items():
+            assert_equal_multiset(db, name, sql, cols)

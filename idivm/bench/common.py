@@ -7,6 +7,7 @@ import json
 import os
 import platform
 import statistics
+import time
 import uuid
 from pathlib import Path
 
@@ -40,6 +41,23 @@ def summary(values: list[float]) -> dict:
     """Median and spread of repeated measurements (seconds)."""
     return {"median": statistics.median(values), "min": min(values), "max": max(values),
             "stdev": statistics.stdev(values) if len(values) > 1 else 0.0, "runs": values}
+
+
+def timed_round(db, engine, names: dict, start: int) -> dict:
+    """Maintain every (view, method) once, in an order rotated by `start` (no method always goes
+    first, after the batch's pages were just touched), and return the seconds each took. A method
+    "recompute" is REFRESH MATERIALIZED VIEW; any other is idivm's maintain."""
+    order = list(names)
+    k = start % len(order)
+    out = {}
+    for key in order[k:] + order[:k]:
+        t0 = time.perf_counter()
+        if key[1] == "recompute":
+            db.execute(f"REFRESH MATERIALIZED VIEW {names[key]}")
+        else:
+            engine.maintain(names[key])
+        out[key] = time.perf_counter() - t0
+    return out
 
 
 def machine() -> dict:

@@ -30,6 +30,7 @@ from .common import (
     save,
     scratch_database,
     summary,
+    timed_round,
     write_json,
 )
 
@@ -132,19 +133,12 @@ def run(dsn: str | None = None, scale: float = 0.01, friends: int = 10, diff: in
                   file=sys.stderr)
             rng = random.Random(7)
             times: dict[tuple[str, str], list[float]] = {key: [] for key in names}
-            order = list(names)
             for r in range(rounds):
                 uids = rng.sample(range(1, sizes["users"] + 1), diff)
                 db.execute("UPDATE users SET tweetsnum = tweetsnum + 1, favornum = favornum + (uid %% 3) "
                            "WHERE uid = ANY(%s)", (uids,))
-                k = (r * 7) % len(order)
-                for key in order[k:] + order[:k]:
-                    t0 = time.perf_counter()
-                    if key[1] == "recompute":
-                        db.execute(f"REFRESH MATERIALIZED VIEW {names[key]}")
-                    else:
-                        engine.maintain(names[key])
-                    times[key].append(time.perf_counter() - t0)
+                for key, seconds in timed_round(db, engine, names, r * 7).items():
+                    times[key].append(seconds)
             equal = {f"{label}/{m}": engine.verify(names[(label, m)]).ok for label in chosen for m in ("id", "tuple")}
             engine.close()
 
