@@ -92,9 +92,10 @@ def test_translated_views_evaluate_to_what_postgresql_computes(engine, shop, see
 
 
 @pytest.mark.parametrize("sql, construct", [
-    ("SELECT category, MIN(did) AS m FROM devices GROUP BY category", "the aggregate MIN"),
+    ("SELECT category, MIN(did) AS m FROM devices GROUP BY category", None),
+    ("SELECT category, SUM(DISTINCT did) AS m FROM devices GROUP BY category", "the aggregate SUM"),
     ("SELECT pid % 2 AS odd, COUNT(*) AS n FROM parts GROUP BY pid % 2", None),
-    ("SELECT category, COUNT(DISTINCT did) AS n FROM devices GROUP BY category", "the aggregate COUNT"),
+    ("SELECT category, COUNT(DISTINCT did) AS n FROM devices GROUP BY category", None),
     ("SELECT pid FROM parts WHERE EXISTS (SELECT 1 FROM devices_parts dp WHERE dp.pid = parts.pid)", None),
     ("SELECT pid FROM parts UNION ALL SELECT did FROM devices", "UNION"),
     ("SELECT did, pid FROM devices_parts WHERE pid > 2 OR did IS NULL", None),

@@ -105,8 +105,8 @@ def test_refusals_name_the_construct(engine, tables):
     tables.execute("CREATE TABLE f (k int PRIMARY KEY, x float8 NOT NULL)")
     with pytest.raises(idivm.IdivmError, match=r"cannot keep SUM\(f\.x\) exactly: its argument is not an integer"):
         engine.register_view("vf", "SELECT sum(x) AS s FROM f", strategy="higher-order")
-    with pytest.raises(idivm.IdivmError, match="does not translate the aggregate MAX"):
-        engine.register_view("vh", "SELECT b, max(c) AS m FROM s GROUP BY b", strategy="higher-order")
+    with pytest.raises(idivm.IdivmError, match="does not translate the aggregate SUM"):
+        engine.register_view("vh", "SELECT b, sum(DISTINCT c) AS m FROM s GROUP BY b", strategy="higher-order")
     assert not engine.list()
 
 
@@ -122,6 +122,9 @@ NULLABLE = {  # columns that may be NULL: group keys, join columns, aggregate ar
     "expression_arguments": ("SELECT g, sum(x + 1) AS s, count(x * 2) AS c, sum(x) * 2 + count(*) AS e "
                              "FROM n1 GROUP BY g", ["g", "s", "c", "e"]),
     "with_distinct": ("SELECT DISTINCT n1.g FROM n1 JOIN n2 ON n1.x = n2.x", ["g"]),
+    "min_max_distinct": ("SELECT g, min(x) AS lo, max(x + 1) AS hi, count(DISTINCT x) AS d FROM n1 GROUP BY g "
+                         "HAVING min(x) IS NOT NULL", ["g", "lo", "hi", "d"]),
+    "global_min_max": ("SELECT min(x) AS lo, max(x) AS hi, count(DISTINCT g) AS d FROM n1", ["lo", "hi", "d"]),
 }
 
 
@@ -196,6 +199,8 @@ NESTED = {  # EXISTS / IN subqueries: nested counts, correlated on equality, on 
     "exists_inequality_or": ("SELECT g, sum(x) AS s FROM n1 WHERE EXISTS (SELECT 1 FROM n2 WHERE n2.y < n1.k) "
                              "OR g = 1 GROUP BY g", ["g", "s"]),
     "uncorrelated": ("SELECT k, g FROM n1 WHERE EXISTS (SELECT 1 FROM n2 WHERE y = 2)", ["k", "g"]),
+    "min_under_exists": ("SELECT g, min(x) AS lo, max(k) AS hi FROM n1 WHERE EXISTS (SELECT 1 FROM n2 WHERE n2.x = n1.x) "
+                         "GROUP BY g", ["g", "lo", "hi"]),
     "two_subqueries": ("SELECT g, count(*) AS n FROM n1 WHERE x IN (SELECT x FROM n2) AND NOT EXISTS "
                        "(SELECT 1 FROM n2 AS z WHERE z.y = n1.g AND z.x > n1.x) GROUP BY g HAVING count(*) > 1",
                        ["g", "n"]),

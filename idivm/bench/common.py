@@ -105,6 +105,7 @@ def pyplot():
 
 
 def save(fig, path: str) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     pyplot().close(fig)

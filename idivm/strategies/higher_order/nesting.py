@@ -176,9 +176,10 @@ def nested_value(n: Nested, table: exp.Table, outer: str) -> exp.Expression:
 
 
 def derived_map(nesting: Nesting, group: tuple[str, ...], outer: exp.Table, nested_tables: list[exp.Table],
-                touched: exp.Query | None, nullable: frozenset[str]) -> exp.Subquery:
+                touched: exp.Query | None, nullable: frozenset[str], extra: tuple[str, ...] = ()) -> exp.Subquery:
     """A view-level map re-evaluated from its outer map: Sum over the outer variables of the rows
-    whose conditions hold, x looked up per row (only the touched groups when `touched` is given)."""
+    whose conditions hold, x looked up per row (only the touched groups when `touched` is given);
+    `extra`: keys beyond the group (a values map's value)."""
     ref = outer.copy()
     ref.set("alias", exp.TableAlias(this=exp.to_identifier("o", quoted=True)))
     values = {n.var: nested_value(n, t, "o") for n, t in zip(nesting.nested, nested_tables)}
@@ -186,10 +187,10 @@ def derived_map(nesting: Nesting, group: tuple[str, ...], outer: exp.Table, nest
     if touched is not None and group:
         where.append(exists(select([exp.Literal.number(1)], [subquery(touched, "a")],
                                    [same(col("o", v), col("a", v), v in nullable) for v in group])))
-    keys = [alias(col("o", v), v) for v in group]
+    keys = [alias(col("o", v), v) for v in group + extra]
     q = select(keys + [alias(exp.Sum(this=col("o", VALUE)), VALUE)], [ref], where)
-    if group:
-        q = q.group_by(*[col("o", v) for v in group], copy=False)
+    if group + extra:
+        q = q.group_by(*[col("o", v) for v in group + extra], copy=False)
     return exp.Subquery(this=q)
 
 

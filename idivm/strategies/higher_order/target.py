@@ -67,7 +67,8 @@ class HigherOrderTarget:
         if t.nesting is None:
             return self.map_table(top[name])
         nested = [self.map_table(top[t.nested_map(i)]) for i in range(len(t.nesting.nested))]
-        return derived_map(t.nesting, t.group, self.map_table(top[name]), nested, touched, self.nullable)
+        extra = (t.value_vars[name],) if name in t.value_vars and t.value_vars[name] not in t.group else ()
+        return derived_map(t.nesting, t.group, self.map_table(top[name]), nested, touched, self.nullable, extra)
 
     def touched_by_nesting(self, written: list[tuple[str, str]]) -> list[exp.Query]:
         """Groups whose outer rows correlate with a changed key of a nested map."""

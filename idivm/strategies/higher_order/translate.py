@@ -25,8 +25,12 @@ EXISTS / IN subqueries are nested counts (nesting.py): the view's maps are then 
 group variables and the outer variables the subqueries read, and the view is re-evaluated from
 them and the subqueries' maps.
 
-What is not translated yet is refused with UnsupportedQuery naming it: MIN/MAX and DISTINCT
-aggregates, UNION, and scalar aggregate subqueries.
+MIN, MAX and COUNT(DISTINCT e) are exact by a map of how many rows have each value per group: the
+view reads its least or greatest key, or how many keys it has (a deleted minimum falls back to the
+next value, as recomputation would).
+
+What is not translated yet is refused with UnsupportedQuery naming it: SUM/AVG(DISTINCT), UNION,
+and scalar aggregate subqueries.
 """
 from __future__ import annotations
 
@@ -45,10 +49,20 @@ from .scope import SLOT, VAR, Scope, placeholder, refuse, relation_name, shown, 
 @dataclass(frozen=True)
 class Slot:
     """A value the view table reads from the maps: "count" (maps[0], 0 where absent), "sum"
-    (maps[0], NULL where the COUNT map maps[1] is 0) or "avg" (maps[0] / maps[1])."""
+    (maps[0], NULL where the COUNT map maps[1] is 0), "avg" (maps[0] / maps[1]); or over a values
+    map (keyed by the group and the aggregated value `var`, counting the rows with that value):
+    "min", "max" (its least / greatest key) and "count_distinct" (how many keys it has)."""
 
     kind: str
     maps: tuple[str, ...]
+    var: str | None = None
+
+    @property
+    def over_values(self) -> bool:
+        return self.kind in VALUE_SLOTS
+
+
+VALUE_SLOTS = ("min", "max", "count_distinct")
 
 
 @dataclass
@@ -67,6 +81,7 @@ class Translation:
     nullable: frozenset[str] = frozenset()  # group variables that may hold NULL
     lifted: frozenset[str] = frozenset()  # variables bound to GROUP BY expressions (they may be NULL)
     map_keys: tuple[str, ...] = ()  # keys of the view's maps: group, then the outer variables of nesting
+    value_vars: dict[str, str] = field(default_factory=dict)  # values map -> the variable it adds to the group
     nesting: Nesting | None = None  # EXISTS / IN subqueries: the view is re-evaluated from its maps
 
     def nested_map(self, i: int) -> str:
@@ -193,10 +208,12 @@ def _aggregate(agg: Aggregate, exact) -> Translation:
             return placeholder(VAR, key_var[node.name])
         if not isinstance(node, exp.AggFunc):
             return node
-        if not isinstance(node, (exp.Count, exp.Sum, exp.Avg)) or node.args.get("distinct") \
-                or isinstance(node.this, exp.Distinct):
+        distinct = isinstance(node.this, exp.Distinct)
+        if isinstance(node, (exp.Min, exp.Max)) or (isinstance(node, exp.Count) and distinct):
+            s = values_slot(node)
+        elif not isinstance(node, (exp.Count, exp.Sum, exp.Avg)) or node.args.get("distinct") or distinct:
             raise refuse(f"the aggregate {shown(node)}")
-        if isinstance(node, exp.Count) and (node.this is None or isinstance(node.this, exp.Star)):
+        elif isinstance(node, exp.Count) and (node.this is None or isinstance(node.this, exp.Star)):
             s = Slot("count", ("count",))
         else:
             e = arg_of(node.this)
@@ -215,6 +232,28 @@ def _aggregate(agg: Aggregate, exact) -> Translation:
         key = next((k for k, v in out.slots.items() if v == s), f"v{len(out.slots)}")
         out.slots[key] = s
         return placeholder(SLOT, key)
+
+    def values_slot(node: exp.Expression) -> Slot:
+        """MIN, MAX, COUNT(DISTINCT): a map of how many rows have each non-NULL value per group
+        (re-read at the top: the least key, the greatest, the number of keys)."""
+        arg = node.this.expressions if isinstance(node.this, exp.Distinct) else [node.this]
+        if len(arg) != 1:
+            raise refuse(f"the aggregate {shown(node)}")
+        e = arg_of(arg[0])
+        term = scope.term(e)
+        factors = [body]
+        if isinstance(term, Var):
+            var = term.name
+        else:  # an expression: a variable bound to its value
+            var = f"#v{len(out.maps)}"
+            factors.append(Assign(var, scope.extern("value", e)))
+        cond = scope.not_null(e)
+        query = Sum(tuple(dict.fromkeys(keys + (var,))), mul(*factors, *([cond] if cond is not None else [])))
+        name = next((k for k, q in out.maps.items() if q == query), f"values_{len(out.maps)}")
+        out.maps[name] = query
+        out.value_vars[name] = var
+        kind = "count_distinct" if isinstance(node, exp.Count) else node.key.lower()
+        return Slot(kind, (name,), var)
 
     out.outputs = [(n, e.copy().transform(slot)) for n, e in agg.outputs]
     if agg.having is not None:

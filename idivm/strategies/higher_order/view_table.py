@@ -88,7 +88,8 @@ class ViewFromMaps:
         """map_table(translation map name, touched keys query or None) -> the top-level map's
         (abstract) table, or a subquery that re-evaluates it (nesting.py), for the touched keys."""
         self.t, self.table, self.view, self.map_table = translation, table, view, map_table
-        named = [m for s in translation.slots.values() for m in s.maps if m != translation.count_map]
+        named = [m for s in translation.slots.values() if not s.over_values for m in s.maps
+                 if m != translation.count_map]
         self.aliases = {m: f"m{i}" for i, m in enumerate(dict.fromkeys(named))}
 
     def _ref(self, table: exp.Table, alias_: str) -> exp.Table:
@@ -111,8 +112,10 @@ class ViewFromMaps:
         """A COUNT map's value for the row at hand; NULL where it is 0 (the map has no row)."""
         return col("c" if name == self.t.count_map else self.aliases[name], VALUE)
 
-    def _slot(self, name: str) -> exp.Expression:
+    def _slot(self, name: str, touched: exp.Query | None) -> exp.Expression:
         s = self.t.slots[name]
+        if s.over_values:
+            return self._over_values(s, touched)
         if s.kind == "count":
             if s.maps[0] == self.t.count_map and self.t.group:
                 return col("c", VALUE)
@@ -125,12 +128,20 @@ class ViewFromMaps:
             return total  # the group exists: its COUNT(*) is not 0, nor is its COUNT(arg) (never NULL)
         return exp.Case(ifs=[exp.If(this=exp.Not(this=exp.Is(this=count, expression=exp.Null())), true=total)])
 
-    def _over_maps(self, e: exp.Expression) -> exp.Expression:
+    def _over_values(self, s, touched: exp.Query | None) -> exp.Expression:
+        """MIN / MAX / COUNT(DISTINCT) of the group (row c) from its values map."""
+        v = col("w", s.var)
+        agg = {"min": exp.Min, "max": exp.Max}.get(s.kind)
+        value = agg(this=v) if agg else exp.Count(this=v)
+        return exp.Subquery(this=select([value], [self._map(s.maps[0], "w", touched)],
+                                        [self._keys_equal("w", "c")] if self.t.group else None))
+
+    def _over_maps(self, e: exp.Expression, touched: exp.Query | None = None) -> exp.Expression:
         def put(node: exp.Expression) -> exp.Expression:
             if isinstance(node, exp.Column) and node.table == VAR:
                 return col("c", node.name)
             if isinstance(node, exp.Column) and node.table == SLOT:
-                return self._slot(node.name)
+                return self._slot(node.name, touched)
             return node
 
         return e.copy().transform(put)
@@ -147,13 +158,13 @@ class ViewFromMaps:
         for name, a in self.aliases.items():
             on = self._keys_equal("c", a) if self.t.group else exp.true()
             q = q.join(self._map(name, a, touched), on=on, join_type="left", copy=False)
-        conds = list(where) + ([self._over_maps(self.t.having)] if self.t.having is not None else [])
+        conds = list(where) + ([self._over_maps(self.t.having, touched)] if self.t.having is not None else [])
         return q.where(all_of(conds), copy=False) if conds else q
 
     def rows(self, touched: exp.Query | None = None) -> exp.Select:
         """The view's rows as the maps say, in the table's column order (SPJ: one per key, its
         copies added by the caller), for every group or only those whose keys `touched` yields."""
-        outs = [alias(self._over_maps(e), n) for n, e in self.t.outputs]
+        outs = [alias(self._over_maps(e, touched), n) for n, e in self.t.outputs]
         outs += [alias(col("c", var), c) for c, var in self.table.keys if c not in self.table.outputs]
         where = []
         if touched is not None and self.t.group:
