@@ -106,4 +106,4 @@ def test_trigger_programs_print_and_round_trip_through_json():
     assert [render_step(s) for s in again.steps] == [render_step(s) for s in program.steps]
     printed = format_program(program)
     assert "add to  public.map_M1 [A, D] (__value +=)" in printed and "Δ[public.s]" in printed
-    assert "ON CONFLICT" not in printed  # the IR, not PostgreSQL's rendering of it
+    assert "MERGE" not in printed  # the IR, not PostgreSQL's rendering of it

@@ -88,7 +88,7 @@ def test_explain_refresh_and_drop(engine, tables):
     text = engine.explain("v")
     assert "count := Sum[r.a](public.r(r.k, r.a, r.b) * public.s(s.k, s.b, s.c)" in text
     assert "ON UPDATE public.t BY Δpublic.t:" in text and "view table from: count = M1" in text
-    assert "INSERT INTO \"idivm\".\"map_" in text and "ON CONFLICT" in text
+    assert "MERGE INTO \"idivm\".\"map_" in text and "WHEN MATCHED AND m.\"__value\" + i.\"__value\" = 0 THEN DELETE" in text
     maps = [r[0] for r in tables.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'idivm' "
                                          "AND tablename LIKE 'map%' ORDER BY 1").fetchall()]
     assert maps, "the maps are tables"

@@ -124,7 +124,7 @@ def _truncate_body(info: TableInfo, views: list[str]) -> str:
 
 
 def scratch_names(program_json: str | None, view_id: int) -> list[str]:
-    """The scratch relations a view's statements create (CREATE TEMP TABLE ... ON COMMIT DROP): a
+    """The scratch relations a view's statements create (session temp tables): a
     second application in the same transaction drops them first. Views whose program could not be
     compiled (catalog revision 0006's upgrade) use the names the grouped rules have always used."""
     if program_json is None:

@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from ...program import relations as R
 from ...program.steps import PHASES, AddToMap, CreateScratch, DeleteMatching, InsertRows, Program, Record, Step, UpdateMatching
-from ...sqltext import DIALECT, ident, qualified, table_expr
+from ...sqltext import DIALECT, ident, qualified, string_literal, table_expr
 
 CHANGED = "changed"  # the CTE holding a recorded write's RETURNING rows
 MAP_UNIT = "__unit"  # the key column of a map without keys
@@ -68,31 +68,46 @@ def _write(step: Step) -> str:
 
 
 def _add_to_map(step: AddToMap) -> str:
-    """Two statements: the source's values summed per key and upserted (INSERT ... ON CONFLICT DO
-    UPDATE adds), then the rows of those keys that reached 0 deleted (a second statement: the main
-    query of a data-modifying CTE chain cannot see the rows its CTEs changed). A map without keys is
-    keyed by a constant column (MAP_UNIT) so that it too has a unique key; one whose keys may be
-    NULL has a unique index NULLS NOT DISTINCT (engines/postgres/materialize.py) for the upsert, and
-    the delete matches NULL keys by IS NULL, which that index serves too."""
-    keys = step.keys or [MAP_UNIT]
+    """One MERGE: the source's values summed per key (keys whose sum is 0 left out) are added to the
+    map's rows; a row whose value reaches 0 is deleted, a new key inserted. A map without keys is
+    keyed by a constant column (MAP_UNIT) so that it too has one row to match. Keys that may be
+    NULL match NULL (written so that the map's index serves both cases). Each maintenance writes a
+    view's maps under that view's lock (deferred: its advisory lock; immediate: the view table's
+    EXCLUSIVE lock), so no concurrent insert of the same key can race the MERGE."""
     v = ident(step.value)
-    cols = ", ".join(ident(k) for k in keys)
+    keys = step.keys or [MAP_UNIT]
     bare = step.target.copy()
     bare.set("alias", None)
     target, source = sql(bare), sql(step.source)
-    if not step.keys:
-        return (f"INSERT INTO {target} AS m ({cols}, {v})\nSELECT * FROM (SELECT TRUE AS {ident(MAP_UNIT)}, "
-                f"sum(s.{v}) AS {v} FROM ({source}) AS s) AS i WHERE i.{v} <> 0\n"
-                f"ON CONFLICT ({cols}) DO UPDATE SET {v} = m.{v} + excluded.{v};\n"
-                f"DELETE FROM {target} WHERE {v} = 0")
-    src_keys = ", ".join(f"s.{ident(k)}" for k in step.keys)
-    match = " AND ".join(f"(m.{ident(k)} = c.{ident(k)} OR (m.{ident(k)} IS NULL AND c.{ident(k)} IS NULL))"
-                         if k in step.nullable else f"m.{ident(k)} = c.{ident(k)}" for k in step.keys)
-    return (f"INSERT INTO {target} AS m ({cols}, {v})\nSELECT * FROM (SELECT {src_keys}, sum(s.{v}) AS {v} "
-            f"FROM ({source}) AS s GROUP BY {src_keys}) AS i WHERE i.{v} <> 0\n"
-            f"ON CONFLICT ({cols}) DO UPDATE SET {v} = m.{v} + excluded.{v};\n"
-            f"DELETE FROM {target} AS m USING (SELECT DISTINCT {src_keys} FROM ({source}) AS s) AS c "
-            f"WHERE {match} AND m.{v} = 0")
+    if step.keys:
+        grouped = ", ".join(f"s.{ident(k)}" for k in step.keys)
+        summed = f"SELECT {grouped}, sum(s.{v}) AS {v} FROM ({source}) AS s GROUP BY {grouped}"
+    else:
+        summed = f"SELECT TRUE AS {ident(MAP_UNIT)}, sum(s.{v}) AS {v} FROM ({source}) AS s"
+    on = " AND ".join(f"(m.{ident(k)} = i.{ident(k)} OR (m.{ident(k)} IS NULL AND i.{ident(k)} IS NULL))"
+                      if k in step.nullable else f"m.{ident(k)} = i.{ident(k)}" for k in keys)
+    cols = ", ".join(ident(k) for k in keys)
+    values = ", ".join(f"i.{ident(k)}" for k in keys)
+    return (f"MERGE INTO {target} AS m\nUSING (SELECT * FROM ({summed}) AS t WHERE t.{v} <> 0) AS i\nON {on}\n"
+            f"WHEN MATCHED AND m.{v} + i.{v} = 0 THEN DELETE\n"
+            f"WHEN MATCHED THEN UPDATE SET {v} = m.{v} + i.{v}\n"
+            f"WHEN NOT MATCHED THEN INSERT ({cols}, {v}) VALUES ({values}, i.{v})")
+
+
+SCRATCH_TAG = "$idivm_scratch$"
+
+
+def _create_scratch(step: CreateScratch) -> str:
+    """A session temp table, created by the first maintenance that needs it and emptied at every
+    commit (ON COMMIT DELETE ROWS): creating a table in every maintenance costs catalog writes
+    (1-3 ms each here). The check runs server-side so that an existing table gives no NOTICE. A
+    transaction that fails takes its newly created tables with it; the next one creates them
+    again. Immediate mode drops them before each application (engines/postgres/immediate.py), as
+    it did when statements stored by earlier versions created them ON COMMIT DROP."""
+    table = qualified("pg_temp", step.name)
+    create = f"CREATE TEMP TABLE {table} ON COMMIT DELETE ROWS AS {sql(step.source)} WITH NO DATA"
+    return (f"DO {SCRATCH_TAG}BEGIN IF to_regclass({string_literal(table)}) IS NULL THEN {create}; END IF; "
+            f"END{SCRATCH_TAG}")
 
 
 def _recorded(write: str, r: Record) -> str:
@@ -103,8 +118,7 @@ def _recorded(write: str, r: Record) -> str:
 
 def render_step(step: Step) -> str:
     if isinstance(step, CreateScratch):
-        return (f"CREATE TEMP TABLE {qualified('pg_temp', step.name)} ON COMMIT DROP AS {sql(step.source)} "
-                "WITH NO DATA")
+        return _create_scratch(step)
     text = _write(step)
     record = getattr(step, "record", None)
     return _recorded(text, record) if record is not None else text

@@ -172,10 +172,12 @@ def higher_order_program(target: HigherOrderTarget) -> Program:
     view_level = {target.compiled.top[n] for n in t.maps if n not in nested}
     touched: list[str] = []
     all_written: list[tuple[str, str]] = []
+    kept = frozenset(target.compiled.top.values())  # later steps read which keys of these a batch touched
     for relation in sorted(target.compiled.triggers):
         cid = target.tables[relation].captured_id
         steps, written = trigger_steps(target.compiled, relation, binder,
-                                       lambda k, cid=cid: f"idivm_inc_{target.view_id}_{cid}_{k}", driven_by=cid)
+                                       lambda k, cid=cid: f"idivm_inc_{target.view_id}_{cid}_{k}", driven_by=cid,
+                                       kept=kept)
         program.steps += steps
         touched += [scratch for m, scratch in written if m in view_level]
         all_written += written

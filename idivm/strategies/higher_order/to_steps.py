@@ -139,33 +139,47 @@ def increment_query(e: Expr, binder: Binder) -> exp.Query:
     return union_all([monomial_select(c, g or (), fs, binder) for c, g, fs in expand(e)])
 
 
+def _reads(e: Expr) -> set[str]:
+    """Names of the maps and relations an increment reads."""
+    return {f.name for _, _, fs in expand(e) for f in fs if isinstance(f, Atom) and not isinstance(f, DeltaRel)}
+
+
 def trigger_steps(compiled: Compiled, relation: str, binder: Binder, scratch_name: Callable[[int], str],
-                  driven_by: int | None = None) -> tuple[list[Step], list[tuple[str, str]]]:
-    """The trigger program of one relation's batch: each increment computed into a scratch relation,
-    then added to its map. Returns the steps and, per increment, (map, scratch): the keys a batch
-    touched. The scratch relations are created in the setup phase; the rest runs in the maps phase
-    in this order, after the batches of the relations before this one (see program/steps.py): all
-    increments first, so that each reads the maps as they were before this batch, then the additions."""
+                  driven_by: int | None = None, kept: frozenset[str] = frozenset()) -> tuple[list[Step], list[tuple[str, str]]]:
+    """The trigger program of one relation's batch. Returns the steps and, per increment kept in a
+    scratch relation, (map, scratch): the keys the batch touched, for the maps in `kept`.
+
+    Every increment must read the maps as they were before this batch. When no increment of the
+    batch reads a map the batch itself changes (no self-join), each increment is added to its map
+    straight from its query (in any order); otherwise all increments are first computed into
+    scratch relations, then added. Increments of maps in `kept` always go through a scratch
+    relation, which later steps read. Scratch relations are created in the setup phase, like the
+    map they mirror; the rest runs in the maps phase in this order, after the batches of the
+    relations before this one (see program/steps.py)."""
+    triggers = compiled.triggers.get(relation, [])
+    changed = {name for name, _ in triggers}
+    self_reading = any(_reads(e) & changed for _, e in triggers)
     setup: list[Step] = []
     increments: list[Step] = []
     additions: list[Step] = []
     written: list[tuple[str, str]] = []
-    for k, (name, e) in enumerate(compiled.triggers.get(relation, [])):
-        scratch = scratch_name(k)
+    for k, (name, e) in enumerate(triggers):
         keys = list(binder.map_keys[name])
         source = increment_query(e, binder)
+        add = dict(phase=MAPS_PHASE, purpose=f"Δ{relation}: {name} += {e}", target=binder.map_ref(name), keys=keys,
+                   value=VALUE, driven_by=driven_by, role=CACHE_ROLE, nullable=[k for k in keys if k in binder.nullable])
+        if not self_reading and name not in kept:
+            additions.append(AddToMap(source=source, **add))
+            continue
+        scratch = scratch_name(k)
         setup.append(CreateScratch(phase=-1, purpose=f"increment of {name} for Δ{relation}", name=scratch,
-                                   source=source.copy(), role=CACHE_ROLE))
-        increments.append(InsertRows(phase=MAPS_PHASE, purpose=f"Δ{relation}: {name} += {e}",
+                                   source=select([exp.Star()], [binder.map_ref(name)]), role=CACHE_ROLE))
+        increments.append(InsertRows(phase=MAPS_PHASE, purpose=f"Δ{relation}: the increment of {name}",
                                      target=Rl.scratch(scratch), columns=keys + [VALUE], source=source,
                                      driven_by=driven_by, role=CACHE_ROLE))
-        additions.append(AddToMap(phase=MAPS_PHASE, purpose=f"Δ{relation}: apply the increment of {name}",
-                                  target=binder.map_ref(name), keys=keys, value=VALUE,
-                                  source=select([exp.Star()], [Rl.scratch(scratch)]), driven_by=driven_by,
-                                  role=CACHE_ROLE, nullable=[k for k in keys if k in binder.nullable]))
+        additions.append(AddToMap(source=select([exp.Star()], [Rl.scratch(scratch)]), **add))
         written.append((name, scratch))
-    steps = setup + increments + additions  # every increment reads the maps before any is added
-    return steps, written
+    return setup + increments + additions, written
 
 
 def definition_query(m: MapDef, binder: Binder) -> exp.Query:
