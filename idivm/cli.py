@@ -43,7 +43,7 @@ def register_view(
     name: str = typer.Argument(..., help="view name, optionally SCHEMA.NAME"),
     sql: Optional[str] = typer.Option(None, "--sql", help="the defining SELECT"),
     file: Optional[Path] = typer.Option(None, "--file", help="file holding the defining SELECT"),
-    strategy: str = typer.Option("id", "--strategy", help="id (ID-based, default), tuple (tuple-based baseline) or higher-order (DBToaster maps)"),
+    strategy: str = typer.Option("id", "--strategy", help="id (ID-based, default), tuple (tuple-based baseline), higher-order (DBToaster maps) or auto (chosen per view; explain says which and why)"),
     mode: str = typer.Option("deferred", "--mode", help="deferred (maintain / schedule apply changes later) or "
                              "immediate (inside every writing transaction)"),
 ):

@@ -252,3 +252,21 @@ def test_views_over_views_and_partitioned_tables(engine, db):
         engine.maintain()
         for name, (sql, cols) in views.items():
             assert_equal_multiset(db, name, sql, cols)
+
+
+def test_strategy_auto_chooses_per_view_and_says_why(engine, db):
+    db.execute("CREATE TABLE n1 (k int PRIMARY KEY, g int, x int)")
+    db.execute("CREATE TABLE n2 (k int PRIMARY KEY, x int, y int)")
+    engine.register_view("with_exists", NESTED["exists_eq"][0], strategy="auto")
+    engine.register_view("plain", NULLABLE["grouped_nullable"][0], strategy="auto")
+    engine.register_view("with_union", "SELECT k FROM n1 WHERE EXISTS (SELECT 1 FROM n2 WHERE n2.x = n1.x) "
+                         "UNION ALL SELECT k FROM n2", strategy="auto")
+    chosen = {r["view"]: r["strategy"] for r in engine.list()}
+    assert chosen == {"public.with_exists": "higher-order", "public.plain": "id", "public.with_union": "id"}
+    assert "strategy auto: higher-order, because EXISTS / IN subqueries" in engine.explain("with_exists")
+    assert "strategy auto: id, because no EXISTS / IN subquery" in engine.explain("plain")
+    assert "strategy auto: id, because the higher-order strategy refuses it" in engine.explain("with_union")
+    _nullable_writes(db, random.Random(9))
+    for name, sql, cols in (("with_exists", *NESTED["exists_eq"]), ("plain", *NULLABLE["grouped_nullable"])):
+        engine.maintain(name)
+        assert_equal_multiset(db, name, sql, cols)

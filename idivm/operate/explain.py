@@ -19,6 +19,8 @@ def explain_view(conn: Connection, row: sa.Row) -> str:
     """The stored view: plan, i-diff schemas, rule DAG, Δ-program and the statements maintenance runs."""
     schemas = catalog.diff_schema_labels(conn, row.id)
     derivs = catalog.derivations(conn, row.id)
+    chosen = [d for d in derivs if d.startswith("strategy auto:")]  # operate/registry.py records the choice
+    derivs = [d for d in derivs if d not in chosen]
     stmts = catalog.statements(conn, row.id)
     program = catalog.program_of(conn, row.id)
     parts = [
@@ -26,6 +28,7 @@ def explain_view(conn: Connection, row: sa.Row) -> str:
         f"definition:\n  {row.definition}",
     ]
     parts += [f"note: {n}" for n in ignored_clauses(row.definition)]
+    parts += chosen
     if row.strategy != HIGHER_ORDER:  # its AGCA translation, below, takes the plan's place
         parts.append("plan (pass 1: IDs):\n" + _indent(row.plan_text))
     if schemas:

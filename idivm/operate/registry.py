@@ -20,6 +20,7 @@ from ..program.serialize import from_json, to_json
 from ..program.steps import written_tables
 from ..sqltext import column_types, qualified, run, string_literal
 from ..strategies.aggregate_target import cache_name
+from ..strategies.choose import AUTO, choose_strategy
 from ..strategies.higher_order.target import HigherOrderTarget
 from ..strategies.targets import build_program, diff_schemas_of, make_target
 from .dependencies import dependency_order, edges
@@ -41,6 +42,10 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
     if not conn.execute(sa.text("SELECT 1 FROM pg_namespace WHERE nspname = :s"), {"s": schema}).first():
         raise UnknownObject(f'schema "{schema}" does not exist')
     plan, spj = compiled.plan, compiled.spj
+    chosen = None
+    if strategy == AUTO:
+        strategy, why = choose_strategy(plan)
+        chosen = f"strategy auto: {strategy}, because {why}"
     captured = {}
     for t in base_tables(spj):
         if (t.schema, t.name) not in captured:
@@ -51,6 +56,8 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
                          column_types=lambda q: column_types(conn, pg_sql(q)), strategy=strategy, definition=sql)
     catalog.set_ids(conn, view_id, _ids(plan, target))
     program = build_program(target, strategy, minimized)
+    if chosen is not None:
+        program.derivations.insert(0, chosen)
     catalog.set_program(conn, view_id, to_json(program))
     infos = {captured[(t.schema, t.name)]: t for t in base_tables(spj)}
     for cid in sorted(set(captured.values())):

@@ -56,7 +56,7 @@ def _exact_arguments(plan, captured: dict, view_id: int, column_types):
     return exact
 
 
-STRATEGIES = ("id", "tuple", HIGHER_ORDER)
+STRATEGIES = ("id", "tuple", HIGHER_ORDER, "auto")  # auto: resolved at registration (choose.py)
 
 
 def compile_program(target: Target, strategy: str, minimized: bool = True) -> Program:

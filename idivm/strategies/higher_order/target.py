@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from ...algebra.plan import Aggregate, scans
-from ...calculus.expr import Atom, DeltaRel
+from ...calculus.expr import Atom, Cmp, DeltaRel, Var
 from ...calculus.printer import show
 from ...program import relations as Rl
 from ...program.steps import Program
@@ -89,13 +89,14 @@ class HigherOrderTarget:
 
     def map_lookups(self) -> dict[str, list[tuple[str, ...]]]:
         """Per map table, the key subsets by which trigger programs look it up beyond its primary key
-        (the map's columns shared with the batch's atom in one monomial), each worth an index."""
+        (the map's variables the batch's atom binds in one monomial, directly or through equality
+        comparisons), each worth an index."""
         out: dict[str, list[tuple[str, ...]]] = {}
         keys = {m.name: m.keys for m in self.compiled.maps}
         for stmts in self.compiled.triggers.values():
             for _, e in stmts:
                 for _, _, factors in expand(e):
-                    bound = {v for f in factors if isinstance(f, DeltaRel) for v in f.vars}
+                    bound = _equal_closure({v for f in factors if isinstance(f, DeltaRel) for v in f.vars}, factors)
                     for f in factors:
                         if isinstance(f, Atom) and not isinstance(f, DeltaRel) and f.name in keys:
                             cols = tuple(v for v in keys[f.name] if v in bound)
@@ -136,6 +137,21 @@ class HigherOrderTarget:
         lines += ["  " + line for line in self.compiled.format().splitlines()]
         lines.append("view table from: " + ", ".join(f"{n} = {self.compiled.top[n]}" for n in self.translation.maps))
         return lines
+
+
+def _equal_closure(bound: set[str], factors) -> set[str]:
+    """The variables bound, and those an equality comparison ties to a bound one (a join condition
+    between the batch and a map is a lookup of the map by that column)."""
+    pairs = [(f.left.name, f.right.name) for f in factors
+             if isinstance(f, Cmp) and f.op == "=" and isinstance(f.left, Var) and isinstance(f.right, Var)]
+    grown = True
+    while grown:
+        grown = False
+        for a, b in pairs:
+            if (a in bound) != (b in bound):
+                bound |= {a, b}
+                grown = True
+    return bound
 
 
 def _placeholders(e: exp.Expression) -> str:

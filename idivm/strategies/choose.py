@@ -1,0 +1,34 @@
+"""--strategy auto: the id or the higher-order strategy for a view, by a heuristic on its plan,
+from what scripts/bench_higher_order.py measured (docs/benchmarks.md, "higher-order"):
+
+- a view with EXISTS / IN subqueries goes to higher-order when that strategy translates it: the id
+  strategy re-derives every outer row a change of the subquery's table may affect (for TPC-H Q4's
+  shape, 8 s for a batch of 10,000 changes at scale 1, against 0.6 s with the subquery's counts
+  kept as maps);
+- every other view goes to id, which maintained the join-aggregates Q3 and V' faster than the
+  maps at batches of 100 and 10,000;
+- a view the higher-order strategy refuses goes to id.
+
+The choice and its reason are stored with the view's program; `idivm explain` prints them.
+"""
+from __future__ import annotations
+
+from ..algebra.plan import Aggregate, Project, walk
+from ..errors import UnsupportedQuery
+from .higher_order.target import STRATEGY as HIGHER_ORDER
+from .higher_order.translate import translate
+
+AUTO = "auto"
+
+
+def choose_strategy(plan) -> tuple[str, str]:
+    """(strategy, why) for a view's plan."""
+    spj = plan.cache if isinstance(plan, Aggregate) else plan
+    if not any(p.subqueries for p in walk(spj) if isinstance(p, Project)):
+        return "id", "no EXISTS / IN subquery: the ID-based rules are the faster choice (docs/benchmarks.md)"
+    try:
+        translate(plan)
+    except UnsupportedQuery as e:
+        return "id", f"the higher-order strategy refuses it ({str(e).splitlines()[0]})"
+    return HIGHER_ORDER, ("EXISTS / IN subqueries: kept as nested counts in maps instead of re-deriving the "
+                          "outer rows a change may affect")
