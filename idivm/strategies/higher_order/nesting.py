@@ -15,10 +15,13 @@ as M_N = Sum[K](S * inner conjuncts), keyed by the S columns K the correlated co
 (equality correlation: x is one lookup of M_N; an inequality: a sum over a range of M_N; none:
 M_N has one value). The outer maps are keyed by the view's group variables and B.
 
-The view is not kept by increments of its own (the delta of x := Q_N is not simpler than Q, the
-paper's reason to re-evaluate): after the maps are updated, the view's rows for the touched
-groups are re-evaluated from the outer maps and M_N. The touched groups are those whose outer
-map rows changed, and those whose outer rows correlate with a key of M_N that changed.
+The delta of x := Q_N is not simpler than Q, the paper's reason to re-evaluate rather than
+increment. idivm re-evaluates at the finest grain that is exact: each outer row's contribution
+C(G', B) = O(G', B) * [f(x(B), B)] is stored, and after the maps are updated it is recomputed only
+at the keys a batch can have changed (those in O's increments, and O's rows that correlate with a
+changed key of M_N); the differences are added to C and to V(G') = Sum[B](C), the map the view
+table reads (Contribution). With equality correlation that is a handful of rows per change; with
+an uncorrelated subquery every outer row can change, and does get re-evaluated.
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ from sqlglot import exp
 from ...algebra.plan import SubqueryPredicate
 from ...calculus.expr import Expr, Rel, Sum, mul
 from ...program import relations as Rl
-from ...program.trees import alias, col, exists, select, subquery
+from ...program.trees import alias, col, exists, select
 from .scope import VAR, Scope, placeholder, refuse, relation_name_of, same, variable
 from .to_steps import VALUE
 
@@ -175,29 +178,64 @@ def nested_value(n: Nested, table: exp.Table, outer: str) -> exp.Expression:
     return exp.Subquery(this=select([total], [ref], where or None))
 
 
-def derived_map(nesting: Nesting, group: tuple[str, ...], outer: exp.Table, nested_tables: list[exp.Table],
-                touched: exp.Query | None, nullable: frozenset[str], extra: tuple[str, ...] = ()) -> exp.Subquery:
-    """A view-level map re-evaluated from its outer map: Sum over the outer variables of the rows
-    whose conditions hold, x looked up per row (only the touched groups when `touched` is given);
-    `extra`: keys beyond the group (a values map's value)."""
-    ref = outer.copy()
-    ref.set("alias", exp.TableAlias(this=exp.to_identifier("o", quoted=True)))
+def aliased(table: exp.Table, name: str) -> exp.Table:
+    ref = table.copy()
+    ref.set("alias", exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
+    return ref
+
+
+@dataclass
+class Contribution:
+    """How one view-level map L is kept under nesting (rule 4, maintained rather than re-read):
+    `outer` is L's outer map O, keyed by `keys` (the group G', then the outer variables B);
+    C(keys) = O(keys) * [conditions] is stored (`contributions`), and so is V(G') = Sum[B](C)
+    (`view`), which the view table reads like any map. After the maps are updated, C is
+    re-evaluated only at the keys a batch can have changed (those of O's increments, and those of
+    O's rows that correlate with a changed key of a nested map) and the differences are added to
+    C and to V: the work is proportional to the changes, not to the groups' sizes."""
+
+    name: str
+    keys: tuple[str, ...]
+    group: tuple[str, ...]  # G'
+    outer: exp.Table
+    contributions: exp.Table
+    view: exp.Table
+    nullable: frozenset[str]  # keys that may be NULL
+
+
+def contribution_value(nesting: Nesting, c: Contribution, nested_tables: list[exp.Table], row: str) -> exp.Expression:
+    """C at the keys of `row`: O's value there where the conditions hold, else 0."""
     values = {n.var: nested_value(n, t, "o") for n, t in zip(nesting.nested, nested_tables)}
-    where = [_over(c, "o", values) for c in nesting.conditions]
-    if touched is not None and group:
-        where.append(exists(select([exp.Literal.number(1)], [subquery(touched, "a")],
-                                   [same(col("o", v), col("a", v), v in nullable) for v in group])))
-    keys = [alias(col("o", v), v) for v in group + extra]
-    q = select(keys + [alias(exp.Sum(this=col("o", VALUE)), VALUE)], [ref], where)
-    if group + extra:
-        q = q.group_by(*[col("o", v) for v in group + extra], copy=False)
-    return exp.Subquery(this=q)
+    where = [same(col("o", k), col(row, k), k in c.nullable) for k in c.keys] + [_over(e, "o", values) for e in nesting.conditions]
+    found = exp.Subquery(this=select([col("o", VALUE)], [aliased(c.outer, "o")], where))
+    return exp.Coalesce(this=found, expressions=[exp.Literal.number(0)])
 
 
-def correlated_groups(n: Nested, group: tuple[str, ...], outer: exp.Table, scratch: str) -> exp.Query:
-    """The groups whose outer rows correlate with a key of the nested map that changed (its
-    increment, in `scratch`): their x may have changed."""
-    ref = outer.copy()
-    ref.set("alias", exp.TableAlias(this=exp.to_identifier("o", quoted=True)))
-    changed = select([exp.Literal.number(1)], [Rl.scratch(scratch, "d")], [_over(c, "o", {}, "d") for c in n.correlation] or None)
-    return select([alias(col("o", v), v) for v in group], [ref], [exists(changed)])
+def contribution_fill(nesting: Nesting, c: Contribution, nested_tables: list[exp.Table]) -> exp.Query:
+    """C's initial rows: O's rows where the conditions hold."""
+    values = {n.var: nested_value(n, t, "o") for n, t in zip(nesting.nested, nested_tables)}
+    return select([alias(col("o", k), k) for k in c.keys] + [alias(col("o", VALUE), VALUE)],
+                  [aliased(c.outer, "o")], [_over(e, "o", values) for e in nesting.conditions] or None)
+
+
+def view_fill(c: Contribution) -> exp.Query:
+    """V's initial rows: C summed over the outer variables."""
+    total = exp.Sum(this=col("c", VALUE))
+    q = select([alias(col("c", g), g) for g in c.group] + [alias(total, VALUE)], [aliased(c.contributions, "c")])
+    if c.group:
+        q = q.group_by(*[col("c", g) for g in c.group], copy=False)
+    return q.having(exp.NEQ(this=total.copy(), expression=exp.Literal.number(0)), copy=False)
+
+
+def changed_keys(nesting: Nesting, c: Contribution, increments: list[str], nested_changes: list[tuple[int, str]]) -> exp.Query:
+    """The keys of C a batch can have changed: those in O's increments (scratch relations), and
+    those of O's rows that correlate with a changed key of nested map i (its increment's scratch)."""
+    parts: list[exp.Query] = [select([col(None, k) for k in c.keys], [Rl.scratch(s)]) for s in increments]
+    for i, scratch in nested_changes:
+        n = nesting.nested[i]
+        hit = select([exp.Literal.number(1)], [Rl.scratch(scratch, "d")], [_over(e, "o", {}, "d") for e in n.correlation] or None)
+        parts.append(select([alias(col("o", k), k) for k in c.keys], [aliased(c.outer, "o")], [exists(hit)]))
+    out = parts[0]
+    for p in parts[1:]:
+        out = exp.Union(this=out, expression=p, distinct=True)
+    return out

@@ -15,11 +15,14 @@ from ...algebra.plan import Aggregate, scans
 from ...calculus.expr import Atom, Cmp, DeltaRel, Var
 from ...calculus.printer import show
 from ...program import relations as Rl
-from ...program.steps import Program
+from ...program.steps import CACHE_ROLE, VIEW_FROM_MAPS_PHASE, AddToMap, CreateScratch, InsertRows, Program
+from ...program.trees import alias, col, num, select, subquery
+from .to_steps import VALUE
 from .to_steps import BaseTable, Binder, definition_query, trigger_steps
 from .scope import VAR, relation_name_of
 from .translate import Translation, translate, variable
-from .nesting import correlated_groups, derived_map
+from .nesting import Contribution, aliased, changed_keys, contribution_fill, contribution_value, view_fill
+from .scope import same
 from .view_table import ViewFromMaps, ViewTable, layout, touched_keys
 from .viewlet import Compiled, compile_queries, expand
 
@@ -60,32 +63,45 @@ class HigherOrderTarget:
     def view_from_maps(self) -> ViewFromMaps:
         return ViewFromMaps(self.translation, self.table, Rl.view(self.schema, self.name), self.view_level_map)
 
-    def view_level_map(self, name: str, touched: exp.Query | None) -> exp.Expression:
-        """A map the view table reads: its stored table, or under nesting a re-evaluation of it
-        from its outer map and the nested maps (for the touched groups only, when given)."""
-        t, top = self.translation, self.compiled.top
-        if t.nesting is None:
-            return self.map_table(top[name])
-        nested = [self.map_table(top[t.nested_map(i)]) for i in range(len(t.nesting.nested))]
-        extra = (t.value_vars[name],) if name in t.value_vars and t.value_vars[name] not in t.group else ()
-        return derived_map(t.nesting, t.group, self.map_table(top[name]), nested, touched, self.nullable, extra)
+    def view_level_map(self, name: str) -> exp.Table:
+        """A map the view table reads: its top-level map, or under nesting its V (nesting.py)."""
+        if self.translation.nesting is not None:
+            return self.contributions()[name].view
+        return self.map_table(self.compiled.top[name])
 
-    def touched_by_nesting(self, written: list[tuple[str, str]]) -> list[exp.Query]:
-        """Groups whose outer rows correlate with a changed key of a nested map."""
-        t, top = self.translation, self.compiled.top
-        out = []
-        for i, n in enumerate(t.nesting.nested if t.nesting else []):
-            for m, scratch in written:
-                if m == top[t.nested_map(i)]:
-                    out.append(correlated_groups(n, t.group, self.map_table(top[t.count_map]), scratch))
+    def view_level_names(self) -> list[str]:
+        t = self.translation
+        nested = {t.nested_map(i) for i in range(len(t.nesting.nested))} if t.nesting else set()
+        return [n for n in t.maps if n not in nested]
+
+    def nested_tables(self) -> list[exp.Table]:
+        t = self.translation
+        return [self.map_table(self.compiled.top[t.nested_map(i)]) for i in range(len(t.nesting.nested))]
+
+    def contributions(self) -> dict[str, Contribution]:
+        """Under nesting, each view-level map's contributions C and its V (nesting.py)."""
+        t, top, out = self.translation, self.compiled.top, {}
+        for name in self.view_level_names():
+            extra = (t.value_vars[name],) if name in t.value_vars and t.value_vars[name] not in t.group else ()
+            keys = self.compiled.map(top[name]).keys
+            out[name] = Contribution(name, keys, t.group + extra, self.map_table(top[name]),
+                                     self.map_table(f"c_{name}"), self.map_table(f"v_{name}"),
+                                     frozenset(k for k in keys if k in self.nullable))
         return out
 
     def map_fills(self) -> list[tuple[str, list[str], list[str], exp.Query]]:
         """Each map's table name, keys, keys that may be NULL, and initial contents (its definition
         over the base tables)."""
         b = self.binder
-        return [(map_table_name(self.view_id, m.name), list(m.keys), [k for k in m.keys if k in self.nullable],
-                 definition_query(m, b)) for m in self.compiled.maps]
+        out = [(map_table_name(self.view_id, m.name), list(m.keys), [k for k in m.keys if k in self.nullable],
+                definition_query(m, b)) for m in self.compiled.maps]
+        if self.translation.nesting is not None:
+            nested = self.nested_tables()
+            for c in self.contributions().values():
+                out.append((c.contributions.name, list(c.keys), sorted(c.nullable),
+                            contribution_fill(self.translation.nesting, c, nested)))
+                out.append((c.view.name, list(c.group), [k for k in c.group if k in c.nullable], view_fill(c)))
+        return out
 
     def map_lookups(self) -> dict[str, list[tuple[str, ...]]]:
         """Per map table, the key subsets by which trigger programs look it up beyond its primary key
@@ -103,11 +119,12 @@ class HigherOrderTarget:
                             pk = keys[f.name]
                             self._lookup(out, f.name, pk, cols)
         t = self.translation
-        if t.nesting is not None:  # correlated_groups finds outer rows by the variables the correlation reads
-            counts = self.compiled.top[t.count_map]
-            for n in t.nesting.nested:
-                used = {c.name for e in n.correlation for c in e.find_all(exp.Column) if c.table == VAR}
-                self._lookup(out, counts, keys[counts], tuple(v for v in keys[counts] if v in used))
+        if t.nesting is not None:  # changed_keys finds outer rows by the variables the correlation reads
+            for name in self.view_level_names():
+                outer = self.compiled.top[name]
+                for n in t.nesting.nested:
+                    used = {c.name for e in n.correlation for c in e.find_all(exp.Column) if c.table == VAR}
+                    self._lookup(out, outer, keys[outer], tuple(v for v in keys[outer] if v in used))
         return out
 
     def _lookup(self, out: dict, map_name: str, pk: tuple[str, ...], cols: tuple[str, ...]) -> None:
@@ -131,8 +148,9 @@ class HigherOrderTarget:
                 corr = " AND ".join(_placeholders(c) for c in n.correlation) or "TRUE"
                 lines.append(f"  {n.var} := Sum[]({t.nested_map(i)}({', '.join(n.keys)}) * [{corr}])")
             cond = " AND ".join(_placeholders(c) for c in t.nesting.conditions)
-            lines.append(f"  view maps re-evaluated per group: Sum[{', '.join(t.group)}](<map>[{', '.join(t.map_keys)}]"
-                         f" * [{cond}])")
+            lines.append(f"  for each view map L: C_L[{', '.join(t.map_keys)}] := L * [{cond}], re-evaluated where a "
+                         f"batch can change it; V_L[{', '.join(t.group)}] := Sum[{', '.join(t.group)}](C_L), "
+                         "kept by C's differences")
         lines.append("maps (viewlet transform: polynomial expansion, query decomposition, duplicate maps merged):")
         lines += ["  " + line for line in self.compiled.format().splitlines()]
         lines.append("view table from: " + ", ".join(f"{n} = {self.compiled.top[n]}" for n in self.translation.maps))
@@ -184,26 +202,60 @@ def higher_order_program(target: HigherOrderTarget) -> Program:
     program = Program(strategy=STRATEGY, derivations=target.describe())
     binder = target.binder
     t = target.translation
-    nested = {t.nested_map(i) for i in range(len(t.nesting.nested))} if t.nesting else set()
-    view_level = {target.compiled.top[n] for n in t.maps if n not in nested}
-    touched: list[str] = []
-    all_written: list[tuple[str, str]] = []
-    kept = frozenset(target.compiled.top.values())  # later steps read which keys of these a batch touched
+    top = target.compiled.top
+    written: list[tuple[str, str]] = []
+    kept = frozenset(top.values())  # later steps read which keys of these a batch touched
     for relation in sorted(target.compiled.triggers):
         cid = target.tables[relation].captured_id
-        steps, written = trigger_steps(target.compiled, relation, binder,
-                                       lambda k, cid=cid: f"idivm_inc_{target.view_id}_{cid}_{k}", driven_by=cid,
-                                       kept=kept)
+        steps, w = trigger_steps(target.compiled, relation, binder,
+                                 lambda k, cid=cid: f"idivm_inc_{target.view_id}_{cid}_{k}", driven_by=cid, kept=kept)
         program.steps += steps
-        touched += [scratch for m, scratch in written if m in view_level]
-        all_written += written
+        written += w
+    if t.nesting is not None:
+        touched = _contribution_steps(target, program, written)
+    else:
+        view_level = {top[n] for n in target.view_level_names()}
+        touched = [scratch for m, scratch in written if m in view_level]
     if not t.group:
         program.steps += target.view_from_maps.steps(None)
-        return program
-    queries = ([touched_keys(t.group, touched)] if touched else []) + target.touched_by_nesting(all_written)
-    if queries:
-        program.steps += target.view_from_maps.steps(_union(queries))
+    elif touched:
+        program.steps += target.view_from_maps.steps(touched_keys(t.group, touched))
     return program
+
+
+def _contribution_steps(target: HigherOrderTarget, program: Program, written: list[tuple[str, str]]) -> list[str]:
+    """Under nesting: each view-level map's contributions re-evaluated at the keys the batch can
+    have changed, and the differences added to C and V (nesting.py). Returns the scratch
+    relations holding the differences (their keys are the touched groups)."""
+    t, top = target.translation, target.compiled.top
+    nested_changes = [(i, scratch) for i in range(len(t.nesting.nested)) for m, scratch in written
+                      if m == top[t.nested_map(i)]]
+    nested = target.nested_tables()
+    out = []
+    for name, c in target.contributions().items():
+        increments = [scratch for m, scratch in written if m == top[name]]
+        if not increments and not nested_changes:
+            continue
+        scratch = f"idivm_contrib_{target.view_id}_{len(out)}"
+        keys = list(c.keys)
+        changed = subquery(changed_keys(t.nesting, c, increments, nested_changes), "p")
+        old = exp.Coalesce(this=exp.Subquery(this=select(
+            [col("w", VALUE)], [aliased(c.contributions, "w")],
+            [same(col("w", k), col("p", k), k in c.nullable) for k in keys])), expressions=[num(0)])
+        difference = exp.Sub(this=contribution_value(t.nesting, c, nested, "p"), expression=old)
+        source = select([col("p", k) for k in keys] + [alias(difference, VALUE)], [changed])
+        program.steps.append(CreateScratch(phase=-1, purpose=f"changes of the contributions to {name}", name=scratch,
+                                           source=select([exp.Star()], [c.contributions]), role=CACHE_ROLE))
+        program.steps.append(InsertRows(phase=VIEW_FROM_MAPS_PHASE, role=CACHE_ROLE, target=Rl.scratch(scratch),
+                                        purpose=f"{name}: new minus old contributions where the batch can have changed them",
+                                        columns=keys + [VALUE], source=source))
+        for table, group in ((c.contributions, keys), (c.view, list(c.group))):
+            program.steps.append(AddToMap(
+                phase=VIEW_FROM_MAPS_PHASE, role=CACHE_ROLE, purpose=f"{name}: add the differences", target=table,
+                keys=group, value=VALUE, nullable=[k for k in group if k in c.nullable],
+                source=select([col(None, k) for k in group] + [col(None, VALUE)], [Rl.scratch(scratch)])))
+        out.append(scratch)
+    return out
 
 
 def _union(queries: list[exp.Query]) -> exp.Query:

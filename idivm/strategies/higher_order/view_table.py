@@ -85,8 +85,7 @@ class ViewFromMaps:
     """Queries and steps that derive the view's rows from its top-level maps."""
 
     def __init__(self, translation: Translation, table: ViewTable, view: exp.Table, map_table):
-        """map_table(translation map name, touched keys query or None) -> the top-level map's
-        (abstract) table, or a subquery that re-evaluates it (nesting.py), for the touched keys."""
+        """map_table(translation map name) -> the (abstract) table the view reads that map from."""
         self.t, self.table, self.view, self.map_table = translation, table, view, map_table
         named = [m for s in translation.slots.values() if not s.over_values for m in s.maps
                  if m != translation.count_map]
@@ -97,12 +96,8 @@ class ViewFromMaps:
         ref.set("alias", exp.TableAlias(this=exp.to_identifier(alias_, quoted=True)))
         return ref
 
-    def _map(self, name: str, alias_: str, touched: exp.Query | None = None) -> exp.Expression:
-        m = self.map_table(name, touched.copy() if touched is not None else None)
-        if isinstance(m, exp.Subquery):
-            m.set("alias", exp.TableAlias(this=exp.to_identifier(alias_, quoted=True)))
-            return m
-        return self._ref(m, alias_)
+    def _map(self, name: str, alias_: str) -> exp.Table:
+        return self._ref(self.map_table(name), alias_)
 
     def _keys_equal(self, a: str, b: str) -> exp.Expression:
         """Rows a and b (both with a column per group variable) have the same keys."""
@@ -112,10 +107,10 @@ class ViewFromMaps:
         """A COUNT map's value for the row at hand; NULL where it is 0 (the map has no row)."""
         return col("c" if name == self.t.count_map else self.aliases[name], VALUE)
 
-    def _slot(self, name: str, touched: exp.Query | None) -> exp.Expression:
+    def _slot(self, name: str) -> exp.Expression:
         s = self.t.slots[name]
         if s.over_values:
-            return self._over_values(s, touched)
+            return self._over_values(s)
         if s.kind == "count":
             if s.maps[0] == self.t.count_map and self.t.group:
                 return col("c", VALUE)
@@ -128,43 +123,42 @@ class ViewFromMaps:
             return total  # the group exists: its COUNT(*) is not 0, nor is its COUNT(arg) (never NULL)
         return exp.Case(ifs=[exp.If(this=exp.Not(this=exp.Is(this=count, expression=exp.Null())), true=total)])
 
-    def _over_values(self, s, touched: exp.Query | None) -> exp.Expression:
+    def _over_values(self, s) -> exp.Expression:
         """MIN / MAX / COUNT(DISTINCT) of the group (row c) from its values map."""
         v = col("w", s.var)
         agg = {"min": exp.Min, "max": exp.Max}.get(s.kind)
         value = agg(this=v) if agg else exp.Count(this=v)
-        return exp.Subquery(this=select([value], [self._map(s.maps[0], "w", touched)],
+        return exp.Subquery(this=select([value], [self._map(s.maps[0], "w")],
                                         [self._keys_equal("w", "c")] if self.t.group else None))
 
-    def _over_maps(self, e: exp.Expression, touched: exp.Query | None = None) -> exp.Expression:
+    def _over_maps(self, e: exp.Expression) -> exp.Expression:
         def put(node: exp.Expression) -> exp.Expression:
             if isinstance(node, exp.Column) and node.table == VAR:
                 return col("c", node.name)
             if isinstance(node, exp.Column) and node.table == SLOT:
-                return self._slot(node.name, touched)
+                return self._slot(node.name)
             return node
 
         return e.copy().transform(put)
 
-    def _from_maps(self, outputs: list[exp.Expression], where: list[exp.Expression],
-                   touched: exp.Query | None = None) -> exp.Select:
+    def _from_maps(self, outputs: list[exp.Expression], where: list[exp.Expression]) -> exp.Select:
         """SELECT outputs FROM the COUNT(*) map joined with the other top-level maps WHERE ...; without
         group variables, one row whether or not the maps have one."""
         if self.t.group:
-            q = select(outputs, [self._map(self.t.count_map, "c", touched)])
+            q = select(outputs, [self._map(self.t.count_map, "c")])
         else:
             q = select(outputs, [subquery(select([alias(num(1), "one")], []), "u")])
             q = q.join(self._map(self.t.count_map, "c"), on=exp.true(), join_type="left", copy=False)
         for name, a in self.aliases.items():
             on = self._keys_equal("c", a) if self.t.group else exp.true()
-            q = q.join(self._map(name, a, touched), on=on, join_type="left", copy=False)
-        conds = list(where) + ([self._over_maps(self.t.having, touched)] if self.t.having is not None else [])
+            q = q.join(self._map(name, a), on=on, join_type="left", copy=False)
+        conds = list(where) + ([self._over_maps(self.t.having)] if self.t.having is not None else [])
         return q.where(all_of(conds), copy=False) if conds else q
 
     def rows(self, touched: exp.Query | None = None) -> exp.Select:
         """The view's rows as the maps say, in the table's column order (SPJ: one per key, its
         copies added by the caller), for every group or only those whose keys `touched` yields."""
-        outs = [alias(self._over_maps(e, touched), n) for n, e in self.t.outputs]
+        outs = [alias(self._over_maps(e), n) for n, e in self.t.outputs]
         outs += [alias(col("c", var), c) for c, var in self.table.keys if c not in self.table.outputs]
         where = []
         if touched is not None and self.t.group:
@@ -173,7 +167,7 @@ class ViewFromMaps:
             else:
                 keys = exp.Tuple(expressions=[col("c", v) for v in self.t.group])
                 where.append(exp.In(this=keys, query=exp.Subquery(this=touched.copy())))
-        return self._from_maps(outs, where, touched)
+        return self._from_maps(outs, where)
 
     def fill(self) -> exp.Query:
         """Every row of the view (the initial fill), in the column order of the table."""
@@ -206,7 +200,7 @@ class ViewFromMaps:
                                 exp.Tuple(expressions=[col("n", c) for c in values]))
         steps: list[Step] = []
         if self.t.group:
-            still = exists(self._from_maps([num(1)], [self._keys_equal("c", "a")], touched))
+            still = exists(self._from_maps([num(1)], [self._keys_equal("c", "a")]))
             steps.append(DeleteMatching(phase=phase, purpose="groups that no longer exist (COUNT(*) 0 or HAVING false)",
                                         target=view.copy(), using=[subquery(touched.copy(), "a")],
                                         condition=all_of([self._match("v", "a", by_var=True), exp.Not(this=still)])))
@@ -231,7 +225,7 @@ class ViewFromMaps:
 
     def _copy_steps(self, touched: exp.Query) -> list[Step]:
         phase = VIEW_FROM_MAPS_PHASE
-        count = self._map(self.t.count_map, "c", touched)
+        count = self._map(self.t.count_map, "c")
         multiplicity = exp.Coalesce(
             this=exp.Subquery(this=select([col("c", VALUE)], [count], [self._keys_equal("c", "a")])),
             expressions=[num(0)])
