@@ -270,3 +270,50 @@ def test_strategy_auto_chooses_per_view_and_says_why(engine, db):
     for name, sql, cols in (("with_exists", *NESTED["exists_eq"]), ("plain", *NULLABLE["grouped_nullable"])):
         engine.maintain(name)
         assert_equal_multiset(db, name, sql, cols)
+
+
+SCALAR = {  # nested aggregates compared in WHERE: scalar subqueries, correlated on equality, on inequality, or not
+    "q18_like": ("SELECT n1.g, sum(n1.x) AS s FROM n1 WHERE 2 < (SELECT sum(n2.y) FROM n2 WHERE n2.x = n1.x) "
+                 "GROUP BY n1.g", ["g", "s"]),
+    "above_average": ("SELECT k, x FROM n1 WHERE x > (SELECT avg(y) FROM n2)", ["k", "x"]),
+    "count_inequality": ("SELECT g, count(*) AS n FROM n1 WHERE (SELECT count(*) FROM n2 WHERE n2.y < n1.x) >= 2 "
+                         "GROUP BY g", ["g", "n"]),
+    "null_when_empty": ("SELECT k FROM n1 WHERE (SELECT sum(y) FROM n2 WHERE n2.x = n1.g) IS NULL", ["k"]),
+    "expression_of_aggregates": ("SELECT k FROM n1 WHERE x * 2 <= (SELECT sum(y) + count(*) FROM n2 "
+                                 "WHERE n2.x = n1.x AND y > 0)", ["k"]),
+}
+
+
+@pytest.mark.parametrize("mode", ["deferred", "immediate"])
+def test_scalar_subqueries(engine, db, mode):
+    db.execute("CREATE TABLE n1 (k int PRIMARY KEY, g int, x int)")
+    db.execute("CREATE TABLE n2 (k int PRIMARY KEY, x int, y int)")
+    rng = random.Random(10 if mode == "deferred" else 11)
+    for _ in range(4):
+        _nullable_writes(db, rng)
+    for name, (sql, _) in SCALAR.items():
+        engine.register_view(name, sql, strategy="higher-order", mode=mode)
+    for round_ in range(15):
+        with db.transaction():
+            _nullable_writes(db, rng)
+            if round_ == 9:
+                db.execute("DELETE FROM n2")
+        if mode == "deferred":
+            engine.maintain(*SCALAR)
+        for name, (sql, cols) in SCALAR.items():
+            assert_equal_multiset(db, name, sql, cols)
+
+
+def test_scalar_subqueries_are_refused_by_the_first_order_strategies(engine, db):
+    db.execute("CREATE TABLE n1 (k int PRIMARY KEY, g int, x int)")
+    db.execute("CREATE TABLE n2 (k int PRIMARY KEY, x int, y int)")
+    for strategy in ("id", "tuple"):
+        with pytest.raises(idivm.IdivmError, match="maintained only by --strategy higher-order"):
+            engine.register_view("v", SCALAR["above_average"][0], strategy=strategy)
+    with pytest.raises(idivm.IdivmError, match="the aggregate MAX"):
+        engine.register_view("v", "SELECT k FROM n1 WHERE x > (SELECT max(y) FROM n2)", strategy="higher-order")
+    with pytest.raises(idivm.IdivmError, match="scalar subqueries outside WHERE"):
+        engine.register_view("v", "SELECT k, (SELECT count(*) FROM n2) AS c FROM n1", strategy="higher-order")
+    assert not engine.list()
+    engine.register_view("v", SCALAR["above_average"][0], strategy="auto")
+    assert engine.list()[0]["strategy"] == "higher-order"

@@ -62,6 +62,7 @@ class SubqueryPredicate:
     where: exp.Expression | None  # the subquery's WHERE, over alias and outer scans
     in_lhs: exp.Expression | None = None  # for `lhs [NOT] IN (SELECT col ...)`
     in_col: exp.Expression | None = None
+    scalar: exp.Expression | None = None  # a scalar subquery's aggregate (only the higher-order strategy keeps them)
 
     def affected(self) -> exp.Expression:
         """Outer rows whose membership may change when an R row with these values appears or goes.

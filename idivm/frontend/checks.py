@@ -131,7 +131,7 @@ def check_statement(tree: exp.Expression) -> exp.Select:
     for clause in ("where", "joins"):
         parts = tree.args.get(clause)
         for part in parts if isinstance(parts, list) else [parts] if parts is not None else []:
-            if part.find(exp.AggFunc):
+            if any(f.find_ancestor(exp.Subquery) is None for f in part.find_all(exp.AggFunc)):
                 raise refuse("aggregates in WHERE or JOIN conditions")
     where = tree.args.get("where")
     in_where = {id(n) for n in where.find_all(exp.Exists, exp.In)} if where is not None else set()
@@ -141,10 +141,13 @@ def check_statement(tree: exp.Expression) -> exp.Select:
     for node in tree.find_all(exp.In):
         if node.args.get("query") and id(node) not in in_where:
             raise refuse("IN (subquery) outside WHERE")
+    in_where_at_all = {id(n) for n in where.find_all(exp.Subquery)} if where is not None else set()
     for sub in tree.find_all(exp.Subquery):
         if isinstance(sub.parent, (exp.From, exp.Join)) or (isinstance(sub.parent, exp.In) and id(sub.parent) in in_where):
             continue
-        raise refuse("scalar subqueries (a subquery used as a value)")
+        if id(sub) in in_where_at_all:
+            continue  # a scalar subquery in WHERE: semijoins.extract_subqueries checks its shape
+        raise refuse("scalar subqueries outside WHERE (a subquery used as an output or in HAVING)")
     for node in tree.find_all(exp.Select):
         if node is not tree and not isinstance(node.parent, (exp.Subquery, exp.Exists)):
             raise refuse("scalar subqueries (a subquery used as a value)")

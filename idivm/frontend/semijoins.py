@@ -21,17 +21,25 @@ def extract_subqueries(tree: exp.Select, infos: dict[tuple[str, str], TableInfo]
     if where is None:
         return []
     out: list[SubqueryPredicate] = []
+    in_queries = {id(n.args["query"]) for n in where.find_all(exp.In) if n.args.get("query")}
     nodes = [n for n in where.find_all(exp.Exists)] + [n for n in where.find_all(exp.In) if n.args.get("query")]
+    nodes += [n for n in where.find_all(exp.Subquery) if id(n) not in in_queries]  # scalar subqueries
     for node in nodes:
-        inner = node.this if isinstance(node, exp.Exists) else node.args["query"].this
+        scalar = isinstance(node, exp.Subquery)
+        inner = node.this if isinstance(node, (exp.Exists, exp.Subquery)) else node.args["query"].this
+        what = "a scalar subquery" if scalar else "an EXISTS/IN subquery"
         if not isinstance(inner, exp.Select):
             raise refuse("set operations inside a subquery")
         for clause, name in (("group", "GROUP BY"), ("having", "HAVING"), ("distinct", "DISTINCT"),
                              ("limit", "LIMIT"), ("order", "ORDER BY"), ("joins", "joins")):
             if inner.args.get(clause):
-                raise refuse(f"{name} inside an EXISTS/IN subquery")
-        if inner.find(exp.AggFunc) or inner.find(exp.Exists) or inner.find(exp.Subquery):
-            raise refuse("aggregates or nested subqueries inside an EXISTS/IN subquery")
+                raise refuse(f"{name} inside {what}")
+        if inner.find(exp.Exists) or inner.find(exp.Subquery):
+            raise refuse(f"nested subqueries inside {what}")
+        if scalar and (len(inner.expressions) != 1 or not inner.expressions[0].find(exp.AggFunc)):
+            raise refuse("a scalar subquery that is not one aggregate (SELECT count(*), sum(x), avg(x) ... FROM t WHERE ...)")
+        if not scalar and inner.find(exp.AggFunc):
+            raise refuse("aggregates inside an EXISTS/IN subquery")
         src = (inner.args.get("from_") or inner.args.get("from")).this
         if not isinstance(src, exp.Table):
             raise refuse("a subquery in FROM of an EXISTS/IN subquery")
@@ -48,5 +56,6 @@ def extract_subqueries(tree: exp.Select, infos: dict[tuple[str, str], TableInfo]
         inner_where = inner.args.get("where")
         out.append(SubqueryPredicate(alias=new, table=infos[(src.db, src.name)],
                                      where=inner_where.this if inner_where is not None else None,
-                                     in_lhs=in_lhs, in_col=in_col))
+                                     in_lhs=in_lhs, in_col=in_col,
+                                     scalar=inner.expressions[0].unalias() if scalar else None))
     return out

@@ -8,8 +8,8 @@
 """
 from __future__ import annotations
 
-from ..algebra.plan import Aggregate, Project, Union
-from ..errors import IdivmError
+from ..algebra.plan import Aggregate, Project, Union, walk
+from ..errors import IdivmError, UnsupportedQuery
 from ..program.steps import Program
 from .aggregate import general_program
 from .aggregate_sum import EXACT_TYPE_OIDS, choose_rule, sum_program
@@ -29,6 +29,11 @@ def make_target(schema: str, name: str, plan, captured: dict, view_id: int, colu
     SUM/COUNT/AVG rules when its arguments are exact numbers (without it, the general rule), and
     tells the higher-order strategy which sums it can keep exactly. `definition`: the view's SQL
     (the higher-order strategy types its table by it)."""
+    if strategy != HIGHER_ORDER and any(sq.scalar is not None for p in walk(plan.cache if isinstance(plan, Aggregate)
+                                                                           else plan)
+                                        if isinstance(p, Project) for sq in p.subqueries):
+        raise UnsupportedQuery("a scalar subquery compared in WHERE (a nested aggregate) is maintained only by "
+                               "--strategy higher-order (or auto)")
     if strategy == HIGHER_ORDER:
         return make_higher_order_target(schema, name, plan, captured, view_id, definition or "",
                                         _exact_arguments(plan, captured, view_id, column_types))

@@ -30,13 +30,14 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from ...algebra.plan import SubqueryPredicate
-from ...calculus.expr import Expr, Rel, Sum, mul
+from ...calculus.expr import Expr, Rel, Sum, Var, mul
 from ...program import relations as Rl
 from ...program.trees import alias, col, exists, select
 from .scope import VAR, Scope, placeholder, refuse, relation_name_of, same, variable
 from .to_steps import VALUE
 
 NESTED, INNER = "@nested", "@inner"  # placeholders: a nested count's value; a key of its map
+EXACT = ("smallint", "integer", "bigint", "numeric")  # sums of these are kept exactly by increments
 
 
 @dataclass
@@ -62,13 +63,17 @@ class Nesting:
 
 
 def _sq_alias(node: exp.Expression) -> str | None:
-    inner = node.this if isinstance(node, exp.Exists) else node.args["query"].this
+    inner = node.this if isinstance(node, (exp.Exists, exp.Subquery)) else node.args["query"].this
     src = (inner.args.get("from_") or inner.args.get("from")).this
     return src.alias_or_name
 
 
 def subquery_nodes(e: exp.Expression) -> list[exp.Expression]:
-    return [n for n in e.find_all(exp.Exists)] + [n for n in e.find_all(exp.In) if n.args.get("query")]
+    """EXISTS, IN (subquery) and scalar subqueries in e."""
+    ins = [n for n in e.find_all(exp.In) if n.args.get("query")]
+    in_queries = {id(n.args["query"]) for n in ins}
+    scalars = [n for n in e.find_all(exp.Subquery) if id(n) not in in_queries]
+    return [n for n in e.find_all(exp.Exists)] + ins + scalars
 
 
 class NestingBuilder:
@@ -95,7 +100,8 @@ class NestingBuilder:
         return e.copy().transform(put)
 
     def _count(self, sq: SubqueryPredicate, inner: list[Expr], correlated: list[exp.Expression]) -> exp.Column:
-        """A nested count over S with inner factors and correlated conjuncts; its placeholder."""
+        """A nested count (or, with a value among the inner factors, sum) over S with inner factors
+        and correlated conjuncts; its placeholder."""
         atom = Rel(relation_name_of(sq.table), tuple(variable(sq.alias, c) for c in sq.table.column_names))
         keys = tuple(dict.fromkeys(c.name for e in correlated for c in e.find_all(exp.Column) if c.table == INNER))
         var = f"#x{len(self.out.nested)}"
@@ -123,6 +129,9 @@ class NestingBuilder:
                 x = self._count(sq, inner, correlated)
                 node.replace(exp.GT(this=x, expression=exp.Literal.number(0)))
                 continue
+            if isinstance(node, exp.Subquery):
+                node.replace(exp.Paren(this=self._scalar(sq, inner, correlated)))
+                continue
             lhs = self._outer(node.this, None)
             col = sq.in_col
             match = exp.EQ(this=self._outer(col, sq.alias, INNER), expression=lhs)
@@ -138,6 +147,36 @@ class NestingBuilder:
                                     exp.GT(this=x_null, expression=zero.copy())), true=exp.Null()),
             ], default=exp.false())))
         self.out.conditions.append(self._outer(replaced, "\0"))
+
+    def _scalar(self, sq: SubqueryPredicate, inner: list[Expr], correlated: list[exp.Expression]) -> exp.Expression:
+        """A scalar subquery's aggregate over nested counts and sums, with SQL's values for no rows:
+        COUNT 0, SUM and AVG NULL (from the count of the argument's non-NULL values)."""
+        def agg(node: exp.Expression) -> exp.Expression:
+            if not isinstance(node, exp.AggFunc):
+                return node
+            if not isinstance(node, (exp.Count, exp.Sum, exp.Avg)) or isinstance(node.this, exp.Distinct):
+                raise refuse(f"the aggregate {node.sql('postgres')} in a scalar subquery")
+            if isinstance(node, exp.Count) and (node.this is None or isinstance(node.this, exp.Star)):
+                return self._count(sq, inner, correlated)
+            arg = node.this
+            not_null = self.scope.not_null(arg)
+            counted = self._count(sq, inner + ([not_null] if not_null is not None else []), correlated)
+            if isinstance(node, exp.Count):
+                return counted
+            term = self.scope.term(arg)
+            if not isinstance(term, Var) or self.scope.types[term.name].split("(", 1)[0] not in EXACT:
+                raise refuse(f"{node.key.upper()}({arg.sql('postgres')}) in a scalar subquery over anything but an "
+                             "integer or numeric column")
+            summed = self._count(sq, inner + [term], correlated)
+            zero = exp.Literal.number(0)
+            if isinstance(node, exp.Sum):
+                return exp.Case(ifs=[exp.If(this=exp.GT(this=counted, expression=zero), true=summed)])
+            return exp.Div(this=exp.cast(summed, "numeric"), expression=exp.Nullif(this=counted.copy(), expression=zero))
+
+        e = sq.scalar.copy()
+        if isinstance(e, exp.AggFunc):
+            return agg(e)
+        return e.transform(agg)
 
     def scope_var(self, sq: SubqueryPredicate, col: exp.Column) -> str:
         if col.table == sq.alias:
