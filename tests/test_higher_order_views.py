@@ -145,24 +145,35 @@ def _nullable_writes(db, rng: random.Random) -> None:
             db.execute(f"UPDATE {t} SET {b} = %s WHERE {a} IS NOT DISTINCT FROM %s", (value(), value()))
 
 
-@pytest.mark.parametrize("mode", ["deferred", "immediate"])
-def test_nulls_having_expressions_and_distinct(engine, db, mode):
+def _two_tables(db) -> None:
     db.execute("CREATE TABLE n1 (k int PRIMARY KEY, g int, x int)")
     db.execute("CREATE TABLE n2 (k int PRIMARY KEY, x int, y int)")
-    rng = random.Random(3 if mode == "deferred" else 4)
-    for _ in range(3):
+
+
+def _random_rounds(engine, db, views: dict, mode: str, seed: int, emptied: str, rounds: int = 15) -> None:
+    """Register views over n1 and n2 (seeded with random rows), then rounds of random writes (one
+    round empties a table), each followed by maintenance (deferred) and a comparison of every view
+    with its query."""
+    _two_tables(db)
+    rng = random.Random(seed)
+    for _ in range(4):
         _nullable_writes(db, rng)
-    for name, (sql, _) in NULLABLE.items():
+    for name, (sql, _) in views.items():
         engine.register_view(name, sql, strategy="higher-order", mode=mode)
-    for round_ in range(15):
+    for round_ in range(rounds):
         with db.transaction():
             _nullable_writes(db, rng)
-            if round_ == 10:
-                db.execute("DELETE FROM n1")
+            if round_ == rounds * 2 // 3:
+                db.execute(f"DELETE FROM {emptied}")
         if mode == "deferred":
-            engine.maintain(*NULLABLE)
-        for name, (sql, cols) in NULLABLE.items():
+            engine.maintain(*views)
+        for name, (sql, cols) in views.items():
             assert_equal_multiset(db, name, sql, cols)
+
+
+@pytest.mark.parametrize("mode", ["deferred", "immediate"])
+def test_nulls_having_expressions_and_distinct(engine, db, mode):
+    _random_rounds(engine, db, NULLABLE, mode, 3 if mode == "deferred" else 4, "n1")
 
 
 GROUP_EXPRESSIONS = {
@@ -174,19 +185,7 @@ GROUP_EXPRESSIONS = {
 
 
 def test_group_by_expressions(engine, db):
-    db.execute("CREATE TABLE n1 (k int PRIMARY KEY, g int, x int)")
-    db.execute("CREATE TABLE n2 (k int PRIMARY KEY, x int, y int)")
-    rng = random.Random(5)
-    for _ in range(3):
-        _nullable_writes(db, rng)
-    for name, (sql, _) in GROUP_EXPRESSIONS.items():
-        engine.register_view(name, sql, strategy="higher-order")
-    for _ in range(12):
-        with db.transaction():
-            _nullable_writes(db, rng)
-        engine.maintain(*GROUP_EXPRESSIONS)
-        for name, (sql, cols) in GROUP_EXPRESSIONS.items():
-            assert_equal_multiset(db, name, sql, cols)
+    _random_rounds(engine, db, GROUP_EXPRESSIONS, "deferred", 5, "n2", rounds=12)
 
 
 NESTED = {  # EXISTS / IN subqueries: nested counts, correlated on equality, on inequality, or not at all
@@ -209,23 +208,9 @@ NESTED = {  # EXISTS / IN subqueries: nested counts, correlated on equality, on 
 
 @pytest.mark.parametrize("mode", ["deferred", "immediate"])
 def test_exists_and_in_subqueries(engine, db, mode):
-    db.execute("CREATE TABLE n1 (k int PRIMARY KEY, g int, x int)")
-    db.execute("CREATE TABLE n2 (k int PRIMARY KEY, x int, y int)")
-    rng = random.Random(6 if mode == "deferred" else 7)
-    for _ in range(4):
-        _nullable_writes(db, rng)
-    for name, (sql, _) in NESTED.items():
-        engine.register_view(name, sql, strategy="higher-order", mode=mode)
+    """Emptying n2 makes every EXISTS false and NOT IN true, even for NULLs."""
+    _random_rounds(engine, db, NESTED, mode, 6 if mode == "deferred" else 7, "n2")
     assert "#x0 := Sum[](nested_0(" in engine.explain("exists_eq")
-    for round_ in range(15):
-        with db.transaction():
-            _nullable_writes(db, rng)
-            if round_ == 9:
-                db.execute("DELETE FROM n2")  # every subquery empty: EXISTS false, NOT IN true even for NULLs
-        if mode == "deferred":
-            engine.maintain(*NESTED)
-        for name, (sql, cols) in NESTED.items():
-            assert_equal_multiset(db, name, sql, cols)
 
 
 def test_views_over_views_and_partitioned_tables(engine, db):
@@ -255,8 +240,7 @@ def test_views_over_views_and_partitioned_tables(engine, db):
 
 
 def test_strategy_auto_chooses_per_view_and_says_why(engine, db):
-    db.execute("CREATE TABLE n1 (k int PRIMARY KEY, g int, x int)")
-    db.execute("CREATE TABLE n2 (k int PRIMARY KEY, x int, y int)")
+    _two_tables(db)
     engine.register_view("with_exists", NESTED["exists_eq"][0], strategy="auto")
     engine.register_view("plain", NULLABLE["grouped_nullable"][0], strategy="auto")
     engine.register_view("with_union", "SELECT k FROM n1 WHERE EXISTS (SELECT 1 FROM n2 WHERE n2.x = n1.x) "
@@ -286,27 +270,11 @@ SCALAR = {  # nested aggregates compared in WHERE: scalar subqueries, correlated
 
 @pytest.mark.parametrize("mode", ["deferred", "immediate"])
 def test_scalar_subqueries(engine, db, mode):
-    db.execute("CREATE TABLE n1 (k int PRIMARY KEY, g int, x int)")
-    db.execute("CREATE TABLE n2 (k int PRIMARY KEY, x int, y int)")
-    rng = random.Random(10 if mode == "deferred" else 11)
-    for _ in range(4):
-        _nullable_writes(db, rng)
-    for name, (sql, _) in SCALAR.items():
-        engine.register_view(name, sql, strategy="higher-order", mode=mode)
-    for round_ in range(15):
-        with db.transaction():
-            _nullable_writes(db, rng)
-            if round_ == 9:
-                db.execute("DELETE FROM n2")
-        if mode == "deferred":
-            engine.maintain(*SCALAR)
-        for name, (sql, cols) in SCALAR.items():
-            assert_equal_multiset(db, name, sql, cols)
+    _random_rounds(engine, db, SCALAR, mode, 10 if mode == "deferred" else 11, "n2")
 
 
 def test_scalar_subqueries_are_refused_by_the_first_order_strategies(engine, db):
-    db.execute("CREATE TABLE n1 (k int PRIMARY KEY, g int, x int)")
-    db.execute("CREATE TABLE n2 (k int PRIMARY KEY, x int, y int)")
+    _two_tables(db)
     for strategy in ("id", "tuple"):
         with pytest.raises(idivm.IdivmError, match="maintained only by --strategy higher-order"):
             engine.register_view("v", SCALAR["above_average"][0], strategy=strategy)
