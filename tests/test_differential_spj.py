@@ -23,7 +23,8 @@ import idivm
 from helpers import assert_equal_multiset
 
 EXAMPLES = int(os.environ.get("IDIVM_TEST_EXAMPLES", "30"))  # random views per construct family
-FAMILIES = ("spj", "group", "sumcount", "distinct", "union", "subquery", "setop", "fromagg")
+FAMILIES = ("spj", "group", "sumcount", "distinct", "union", "subquery", "setop", "fromagg", "nested")
+HIGHER_ORDER_ONLY = ("nested",)  # families that only the higher-order strategy maintains
 STATS: dict = {}
 
 
@@ -74,8 +75,9 @@ def predicates(draw, cols: list[str], depth: int = 0):
 @st.composite
 def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
     subquery = shape == "subquery"
-    if subquery:
-        shape = draw(st.sampled_from(["spj", "group"]))
+    nested = shape == "nested"  # a scalar subquery (nested aggregate) compared in WHERE
+    if subquery or nested:
+        shape = draw(st.sampled_from(["spj", "group", "sumcount"] if nested else ["spj", "group"]))
     if shape == "fromagg":  # filter and project the groups of an aggregating subquery in FROM (or CTE)
         inner, inner_names = draw(views(tables, draw(st.sampled_from(["group", "sumcount", "distinct"]))))
         picked = draw(st.lists(st.sampled_from(inner_names), min_size=1, max_size=3, unique=True))
@@ -122,7 +124,22 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
     all_cols = [qual(j, c) for j in range(n) for c in scans[j][1].all]
     for _ in range(draw(st.integers(0, 2))):
         where.append(draw(predicates(all_cols)))
-    if subquery or draw(st.integers(0, 7)) == 0:  # a semijoin / antijoin over one table, maybe correlated
+    if nested:  # count(*) / count(c) / sum(c) / avg(c) of one table, correlated on = or <, or not at all
+        t = draw(st.sampled_from(tables))
+        inner = [f"q.{c}" for c in t.all]
+        conds = []
+        corr = draw(st.sampled_from(["eq", "eq", "lt", "none"]))
+        if corr != "none":
+            conds.append(f"{draw(st.sampled_from(inner))} {'=' if corr == 'eq' else '<'} {draw(st.sampled_from(all_cols))}")
+        if draw(st.booleans()):
+            conds.append(draw(predicates(inner)))
+        c = draw(st.sampled_from(inner))
+        agg = draw(st.sampled_from(["count(*)", f"count({c})", f"sum({c})", f"avg({c})", f"sum({c}) + count(*)"]))
+        sub = f"(SELECT {agg} FROM {t.name} AS q{' WHERE ' + ' AND '.join(conds) if conds else ''})"
+        lhs = draw(st.sampled_from(all_cols + [str(draw(st.integers(0, 3)))]))
+        op = draw(st.sampled_from(["<", ">=", "=", "<>"]))
+        where.append(draw(st.sampled_from([f"{lhs} {op} {sub}", f"{sub} IS NULL", f"NOT ({lhs} {op} {sub})"])))
+    elif subquery or draw(st.integers(0, 7)) == 0:  # a semijoin / antijoin over one table, maybe correlated
         t = draw(st.sampled_from(tables))
         inner = [f"q.{c}" for c in t.all]
         conds = []
@@ -265,6 +282,37 @@ def _run_txn(conn, ops, abort: bool) -> None:
         pass
 
 
+def _register_every_strategy(engine, conn, sql: str, names: list[str], rounds, tables) -> None:
+    """names: v_id, v_tuple, v_id_unminimized in the view's schema; appended to: v_immediate (the
+    same Δ-script run by immediate triggers inside every writing statement; not with TRUNCATE,
+    which immediate mode refuses, nor over partitioned tables) and v_higher_order (where that
+    strategy translates the view; else it must name what it does not)."""
+    schema = names[0].split(".")[0]
+    try:
+        engine.register_view(names[0], sql, strategy="id")
+    except idivm.IdivmError as e:  # a generated query PostgreSQL itself rejects (e.g. text = int)
+        if not str(e).startswith("PostgreSQL rejected the view's query"):
+            raise
+        with pytest.raises(psycopg.errors.Error):
+            conn.execute(sql)
+        reject()
+    engine.register_view(names[1], sql, strategy="tuple")
+    engine.register_view(names[2], sql, strategy="id", minimized=False)
+    if not any(op.startswith("TRUNCATE") for rnd in rounds for ops, _ in rnd for op in ops) \
+            and not any(t.partitioned for t in tables):
+        names.append(f"{schema}.v_immediate")
+        engine.register_view(names[-1], sql, strategy="id", mode="immediate")
+    try:
+        engine.register_view(f"{schema}.v_higher_order", sql, strategy="higher-order")
+        names.append(f"{schema}.v_higher_order")
+    except idivm.UnsupportedQuery as e:
+        assert "higher-order" in str(e) and "\n" not in str(e), e
+        reason = str(e).split(" yet;")[0].replace("the higher-order strategy does not translate ", "")
+        refused = STATS.setdefault("higher_order_refused", {})
+        key = reason.split(" ")[0] + " " + (reason.split(" ")[1] if " " in reason else "")
+        refused[key] = refused.get(key, 0) + 1
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), derandomize=False)
 @given(data=st.data())
@@ -293,32 +341,23 @@ def test_random_views_equal_recomputation(module_db, family, data):
                 f"FROM {t.name} WHERE", f"FROM {schema}.{t.name} WHERE").replace(f"FROM {t.name})", f"FROM {schema}.{t.name})")
         names = [f"{schema}.v_id", f"{schema}.v_tuple", f"{schema}.v_id_unminimized"]
         try:
-            try:
-                engine.register_view(names[0], qualified_sql, strategy="id")
-            except idivm.IdivmError as e:  # a generated query PostgreSQL itself rejects (e.g. text = int)
-                if not str(e).startswith("PostgreSQL rejected the view's query"):
-                    raise
-                with pytest.raises(psycopg.errors.Error):
-                    conn.execute(qualified_sql)
-                reject()
-            engine.register_view(names[1], qualified_sql, strategy="tuple")
-            engine.register_view(names[2], qualified_sql, strategy="id", minimized=False)
-            # the same Δ-script run by immediate triggers inside every writing statement (TRUNCATE, which
-            # immediate mode refuses, is left to the scenarios without an immediate view)
-            # (nor over partitioned tables, which immediate mode refuses)
-            if not any(op.startswith("TRUNCATE") for rnd in rounds for ops, _ in rnd for op in ops) \
-                    and not any(t.partitioned for t in tables):
-                names.append(f"{schema}.v_immediate")
-                engine.register_view(names[3], qualified_sql, strategy="id", mode="immediate")
-            try:  # the higher-order strategy, where it translates the view (else it names what it does not)
-                engine.register_view(f"{schema}.v_higher_order", qualified_sql, strategy="higher-order")
-                names.append(f"{schema}.v_higher_order")
-            except idivm.UnsupportedQuery as e:
-                assert "higher-order" in str(e) and "\n" not in str(e), e
-                reason = str(e).split(" yet;")[0].replace("the higher-order strategy does not translate ", "")
-                refused = STATS.setdefault("higher_order_refused", {})
-                key = reason.split(" ")[0] + " " + (reason.split(" ")[1] if " " in reason else "")
-                refused[key] = refused.get(key, 0) + 1
+            if family in HIGHER_ORDER_ONLY:  # the first-order strategies refuse, by name; higher-order must not
+                with pytest.raises(idivm.UnsupportedQuery, match="maintained only by --strategy higher-order"):
+                    engine.register_view(names[0], qualified_sql, strategy="id")
+                names = [f"{schema}.v_higher_order", f"{schema}.v_higher_order_immediate"]
+                try:
+                    engine.register_view(names[0], qualified_sql, strategy="higher-order")
+                except idivm.IdivmError as e:
+                    if not str(e).startswith("PostgreSQL rejected the view's query"):
+                        raise
+                    reject()
+                if not any(op.startswith("TRUNCATE") for rnd in rounds for ops, _ in rnd for op in ops) \
+                        and not any(t.partitioned for t in tables):
+                    engine.register_view(names[1], qualified_sql, strategy="higher-order", mode="immediate")
+                else:
+                    names.pop()
+            else:
+                _register_every_strategy(engine, conn, qualified_sql, names, rounds, tables)
             for name in names:
                 assert_equal_multiset(conn, name, qualified_sql, cols)
             specialized = conn.execute(
@@ -346,11 +385,13 @@ def test_random_views_equal_recomputation(module_db, family, data):
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
             engine.close()
     fam = STATS.setdefault(family, {"views": 0, "rounds": 0, "sum_rule_views": 0, "no_cache_views": 0,
-                                    "immediate_views": 0, "higher_order_views": 0, "higher_order_rounds": 0})
+                                    "immediate_views": 0, "higher_order_views": 0, "higher_order_rounds": 0,
+                                    "higher_order_immediate_views": 0})
     fam["views"] += 1
     fam["immediate_views"] += any(n.endswith(".v_immediate") for n in names)
     higher_order = any(n.endswith(".v_higher_order") for n in names)
     fam["higher_order_views"] += higher_order
+    fam["higher_order_immediate_views"] += any(n.endswith(".v_higher_order_immediate") for n in names)
     fam["higher_order_rounds"] += len(rounds) if higher_order else 0
     fam["sum_rule_views"] += specialized > 0
     fam["no_cache_views"] += cacheless > 0

@@ -244,7 +244,7 @@ def test_strategy_auto_chooses_per_view_and_says_why(engine, db):
     engine.register_view("with_exists", NESTED["exists_eq"][0], strategy="auto")
     engine.register_view("plain", NULLABLE["grouped_nullable"][0], strategy="auto")
     engine.register_view("with_union", "SELECT k FROM n1 WHERE EXISTS (SELECT 1 FROM n2 WHERE n2.x = n1.x) "
-                         "UNION ALL SELECT k FROM n2", strategy="auto")
+                         "UNION ALL SELECT k FROM n2", strategy="auto")  # a subquery in a UNION branch
     chosen = {r["view"]: r["strategy"] for r in engine.list()}
     assert chosen == {"public.with_exists": "higher-order", "public.plain": "id", "public.with_union": "id"}
     assert "strategy auto: higher-order, because EXISTS / IN subqueries" in engine.explain("with_exists")
@@ -254,6 +254,17 @@ def test_strategy_auto_chooses_per_view_and_says_why(engine, db):
     for name, sql, cols in (("with_exists", *NESTED["exists_eq"]), ("plain", *NULLABLE["grouped_nullable"])):
         engine.maintain(name)
         assert_equal_multiset(db, name, sql, cols)
+
+
+UNIONS = {
+    "union_all": ("SELECT g AS a, x AS b FROM n1 WHERE x > 0 UNION ALL SELECT x, y FROM n2 UNION ALL "
+                  "SELECT s0.x, s0.x FROM n1 AS s0 JOIN n2 AS s1 ON s0.x = s1.y", ["a", "b"]),
+    "union_distinct": ("SELECT g AS a FROM n1 UNION SELECT y + 1 FROM n2 WHERE x IS NOT NULL", ["a"]),
+}
+
+
+def test_unions(engine, db):
+    _random_rounds(engine, db, UNIONS, "deferred", 12, "n1")
 
 
 SCALAR = {  # nested aggregates compared in WHERE: scalar subqueries, correlated on equality, on inequality, or not

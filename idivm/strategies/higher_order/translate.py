@@ -29,8 +29,10 @@ MIN, MAX and COUNT(DISTINCT e) are exact by a map of how many rows have each val
 view reads its least or greatest key, or how many keys it has (a deleted minimum falls back to the
 next value, as recomputation would).
 
-What is not translated yet is refused with UnsupportedQuery naming it: SUM/AVG(DISTINCT), UNION,
-and scalar aggregate subqueries.
+UNION ALL is one COUNT map over the output values, the branches its terms (_union_count).
+
+What is not translated yet is refused with UnsupportedQuery naming it: SUM/AVG(DISTINCT),
+aggregates over a UNION, and subqueries inside a UNION branch.
 """
 from __future__ import annotations
 
@@ -39,8 +41,8 @@ from typing import Callable
 
 from sqlglot import exp
 
-from ...algebra.plan import AGG_MARK, Aggregate, Join, Project, Scan, Select
-from ...calculus.expr import Assign, Expr, Rel, Sum, Var, mul
+from ...algebra.plan import AGG_MARK, Aggregate, Join, Project, Scan, Select, Union
+from ...calculus.expr import Assign, Expr, Rel, Sum, Var, add, mul
 from ...errors import UnsupportedQuery
 from .nesting import Nesting, NestingBuilder, subquery_nodes
 from .scope import SLOT, VAR, Scope, placeholder, refuse, relation_name, shown, variable
@@ -114,6 +116,22 @@ def _body(node, scope: Scope, nesting: NestingBuilder) -> Expr:
     raise refuse(type(node).__name__)
 
 
+def _union_count(union: Union) -> tuple[tuple[str, ...], Expr, frozenset[str]]:
+    """A UNION ALL as one COUNT map over its output values: each branch's rows lifted into the same
+    variables #o0, #o1, ... (x := f(y), as GROUP BY expressions are), their counts added
+    (AGCA's +: the branches' terms have the same output variables). Returns the variables, the
+    query and the variables that may be NULL (all of them: a branch's output may be)."""
+    group = tuple(f"#o{j}" for j in range(len(union.outputs)))
+    terms = []
+    for branch in union.branches:
+        scope, body, nesting = _spj(branch)
+        if nesting:
+            raise refuse("EXISTS / IN or scalar subqueries inside a UNION branch")
+        lifts = [Assign(v, scope.extern("value", scope.joined_column(e))) for v, (_, e) in zip(group, branch.outputs)]
+        terms.append(Sum(group, mul(body, *lifts)))
+    return group, Sum(group, add(*terms)), frozenset(group)
+
+
 def _spj(plan) -> tuple[Scope, Expr, Nesting]:
     if not isinstance(plan, Project):
         raise refuse("UNION")
@@ -153,6 +171,10 @@ def translate(plan, exact: Callable[[str], bool] | None = None) -> Translation:
     on the order of the additions, which maintenance cannot reproduce."""
     if isinstance(plan, Aggregate):
         return _aggregate(plan, exact)
+    if isinstance(plan, Union):
+        group, count, nullable = _union_count(plan)
+        return Translation(group=group, maps={"count": count}, map_keys=group, nullable=nullable, lifted=nullable,
+                           outputs=[(n, placeholder(VAR, v)) for (n, _), v in zip(plan.outputs, group)])
     scope, body, nesting = _spj(plan)
     outputs = [(n, scope.over_vars(scope.joined_column(e))) for n, e in plan.outputs]
     group = tuple(dict.fromkeys(v for _, e in outputs for v in _vars_of(e)))
@@ -163,6 +185,13 @@ def translate(plan, exact: Callable[[str], bool] | None = None) -> Translation:
 
 
 def _aggregate(agg: Aggregate, exact) -> Translation:
+    if isinstance(agg.cache, Union):  # UNION (distinct): a grouping on every output of the UNION ALL
+        if [e for _, e in agg.outputs if not (isinstance(e, exp.Column) and e.table == AGG_MARK)]:
+            raise refuse("aggregates over a UNION")
+        group, count, nullable = _union_count(agg.cache)
+        key_var = dict(zip([n for n, _ in agg.cache.outputs], group))
+        return Translation(group=group, maps={"count": count}, map_keys=group, nullable=nullable, lifted=nullable,
+                           grouped=True, outputs=[(n, placeholder(VAR, key_var[e.name])) for n, e in agg.outputs])
     scope, body, nesting = _spj(agg.cache)
     cols = dict(agg.cache.outputs)
     group, lifts = [], []
