@@ -49,8 +49,9 @@ def format_step(step: Step) -> list[str]:
         if step.unique_on:
             keyed = f"  (skipping rows whose ({', '.join(step.unique_on)}) exist"
             keyed += f" where {show(step.unique_where)})" if step.unique_where is not None else ")"
+        analyzed = ["  then gather its statistics"] if step.analyze else []
         return ([f"  insert  {show(step.target)} ({', '.join(step.columns)}){keyed}", _indent(show(step.source))]
-                + _record(step.record))
+                + _record(step.record) + analyzed)
     if isinstance(step, AddToMap):
         nullable = f" (NULLs one key: {', '.join(step.nullable)})" if step.nullable else ""
         return [f"  add to  {show(step.target)} [{', '.join(step.keys)}] ({step.value} +=){nullable}",

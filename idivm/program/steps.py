@@ -94,6 +94,7 @@ class InsertRows(Step):
     unique_on: list[str] | None = None
     unique_where: exp.Expression | None = None
     record: Record | None = None
+    analyze: bool = False  # then gather statistics on target (a scratch relation that later steps join)
 
 
 @dataclass(kw_only=True)

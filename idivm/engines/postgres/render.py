@@ -121,7 +121,12 @@ def render_step(step: Step) -> str:
         return _create_scratch(step)
     text = _write(step)
     record = getattr(step, "record", None)
-    return _recorded(text, record) if record is not None else text
+    text = _recorded(text, record) if record is not None else text
+    if getattr(step, "analyze", False):  # a session temp table has no statistics: the planner would guess
+        bare = step.target.copy()
+        bare.set("alias", None)
+        text += f";\nANALYZE {sql(bare)}"
+    return text
 
 
 def render(program: Program) -> list[tuple[Step, str]]:

@@ -17,12 +17,10 @@ from ...calculus.printer import show
 from ...program import relations as Rl
 from ...program.steps import CACHE_ROLE, VIEW_FROM_MAPS_PHASE, AddToMap, CreateScratch, InsertRows, Program
 from ...program.trees import alias, col, num, select, subquery
-from .to_steps import VALUE
-from .to_steps import BaseTable, Binder, definition_query, trigger_steps
-from .scope import VAR, relation_name_of
-from .translate import Translation, translate, variable
 from .nesting import Contribution, aliased, changed_keys, contribution_fill, contribution_value, view_fill
-from .scope import same
+from .scope import VAR, relation_name_of, same
+from .to_steps import VALUE, BaseTable, Binder, definition_query, trigger_steps
+from .translate import Translation, translate, variable
 from .view_table import ViewFromMaps, ViewTable, layout, touched_keys
 from .viewlet import Compiled, compile_queries, expand
 
@@ -218,8 +216,14 @@ def higher_order_program(target: HigherOrderTarget) -> Program:
         touched = [scratch for m, scratch in written if m in view_level]
     if not t.group:
         program.steps += target.view_from_maps.steps(None)
-    elif touched:
-        program.steps += target.view_from_maps.steps(touched_keys(t.group, touched))
+    elif touched:  # the touched keys, once, with statistics: the view's statements look them up by index
+        keys = f"idivm_touched_{target.view_id}"
+        program.steps.append(CreateScratch(phase=-1, purpose="the keys of the view a batch touched", name=keys,
+                                           source=select([exp.Star()], [subquery(touched_keys(t.group, touched), "k")])))
+        program.steps.append(InsertRows(phase=VIEW_FROM_MAPS_PHASE, purpose="the keys of the view the batch touched",
+                                        target=Rl.scratch(keys), columns=list(t.group),
+                                        source=touched_keys(t.group, touched), analyze=True))
+        program.steps += target.view_from_maps.steps(select([exp.Star()], [Rl.scratch(keys)]))
     return program
 
 
@@ -248,7 +252,7 @@ def _contribution_steps(target: HigherOrderTarget, program: Program, written: li
                                            source=select([exp.Star()], [c.contributions]), role=CACHE_ROLE))
         program.steps.append(InsertRows(phase=VIEW_FROM_MAPS_PHASE, role=CACHE_ROLE, target=Rl.scratch(scratch),
                                         purpose=f"{name}: new minus old contributions where the batch can have changed them",
-                                        columns=keys + [VALUE], source=source))
+                                        columns=keys + [VALUE], source=source, analyze=True))
         for table, group in ((c.contributions, keys), (c.view, list(c.group))):
             program.steps.append(AddToMap(
                 phase=VIEW_FROM_MAPS_PHASE, role=CACHE_ROLE, purpose=f"{name}: add the differences", target=table,

@@ -176,7 +176,7 @@ def trigger_steps(compiled: Compiled, relation: str, binder: Binder, scratch_nam
                                    source=select([exp.Star()], [binder.map_ref(name)]), role=CACHE_ROLE))
         increments.append(InsertRows(phase=MAPS_PHASE, purpose=f"Δ{relation}: the increment of {name}",
                                      target=Rl.scratch(scratch), columns=keys + [VALUE], source=source,
-                                     driven_by=driven_by, role=CACHE_ROLE))
+                                     driven_by=driven_by, role=CACHE_ROLE, analyze=True))
         additions.append(AddToMap(source=select([exp.Star()], [Rl.scratch(scratch)]), **add))
         written.append((name, scratch))
     return setup + increments + additions, written

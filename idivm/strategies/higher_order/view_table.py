@@ -131,6 +131,12 @@ class ViewFromMaps:
         return exp.Subquery(this=select([value], [self._map(s.maps[0], "w")],
                                         [self._keys_equal("w", "c")] if self.t.group else None))
 
+    def _maps_read(self, e: exp.Expression | None) -> set[str]:
+        if e is None:
+            return set()
+        slots = [self.t.slots[c.name] for c in e.find_all(exp.Column) if c.table == SLOT]
+        return {m for s in slots if not s.over_values for m in s.maps}
+
     def _over_maps(self, e: exp.Expression) -> exp.Expression:
         def put(node: exp.Expression) -> exp.Expression:
             if isinstance(node, exp.Column) and node.table == VAR:
@@ -141,15 +147,20 @@ class ViewFromMaps:
 
         return e.copy().transform(put)
 
-    def _from_maps(self, outputs: list[exp.Expression], where: list[exp.Expression]) -> exp.Select:
+    def _from_maps(self, outputs: list[exp.Expression], where: list[exp.Expression],
+                   joined: exp.Expression | None | bool = True) -> exp.Select:
         """SELECT outputs FROM the COUNT(*) map joined with the other top-level maps WHERE ...; without
-        group variables, one row whether or not the maps have one."""
+        group variables, one row whether or not the maps have one. `joined`: True joins every map
+        the outputs read; an expression (or None), only the maps it reads (an existence test)."""
         if self.t.group:
             q = select(outputs, [self._map(self.t.count_map, "c")])
         else:
             q = select(outputs, [subquery(select([alias(num(1), "one")], []), "u")])
             q = q.join(self._map(self.t.count_map, "c"), on=exp.true(), join_type="left", copy=False)
+        needed = set(self.aliases) if joined is True else self._maps_read(joined)
         for name, a in self.aliases.items():
+            if name not in needed:
+                continue
             on = self._keys_equal("c", a) if self.t.group else exp.true()
             q = q.join(self._map(name, a), on=on, join_type="left", copy=False)
         conds = list(where) + ([self._over_maps(self.t.having)] if self.t.having is not None else [])
@@ -200,7 +211,7 @@ class ViewFromMaps:
                                 exp.Tuple(expressions=[col("n", c) for c in values]))
         steps: list[Step] = []
         if self.t.group:
-            still = exists(self._from_maps([num(1)], [self._keys_equal("c", "a")]))
+            still = exists(self._from_maps([num(1)], [self._keys_equal("c", "a")], joined=self.t.having))
             steps.append(DeleteMatching(phase=phase, purpose="groups that no longer exist (COUNT(*) 0 or HAVING false)",
                                         target=view.copy(), using=[subquery(touched.copy(), "a")],
                                         condition=all_of([self._match("v", "a", by_var=True), exp.Not(this=still)])))
