@@ -223,6 +223,11 @@ class Engine:
                 return explain_unminimized(conn, row)
             return explain_view(conn, row)
 
+    def strategy_of(self, name: str) -> str:
+        """The strategy a registered view is maintained by (what `auto` chose for it)."""
+        with self.sa.connect() as conn:
+            return self._view(conn, name).strategy
+
     def list(self) -> list[dict]:
         return [{
             "view": s.view, "strategy": s.strategy, "pending": s.state.pending,

@@ -55,7 +55,10 @@ def register_view(
             sql = file.read_text()
         except OSError as e:
             raise IdivmError(f"cannot read {file}: {e.strerror}") from None
-    _engine().register_view(name, sql, strategy=strategy, mode=mode)
+    engine = _engine()
+    engine.register_view(name, sql, strategy=strategy, mode=mode)
+    if strategy == "auto":  # say what auto chose (explain says why)
+        strategy = f"auto: {engine.strategy_of(name)}"
     out.print(f"registered {name} (strategy {strategy}, {mode})")
 
 

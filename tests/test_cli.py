@@ -46,3 +46,15 @@ def test_demo(fresh_db):
     assert r.returncode == 0, r.stderr
     assert "verify: OK, equal to its query" in r.stdout
     assert cli(fresh_db, "demo").returncode == 0  # re-runnable
+
+
+def test_register_view_says_what_auto_chose(fresh_db, db):
+    db.execute("CREATE TABLE parts (pid int PRIMARY KEY, price numeric)")
+    db.execute("CREATE TABLE uses (did int, pid int, PRIMARY KEY (did, pid))")
+    r = cli(fresh_db, "register-view", "pricey", "--strategy", "auto", "--sql",
+            "SELECT pid FROM parts WHERE price > (SELECT avg(price) FROM parts p2)")
+    assert r.returncode == 0 and "registered pricey (strategy auto: higher-order, deferred)" in r.stdout, r.stderr
+    r = cli(fresh_db, "register-view", "plain", "--strategy", "auto", "--sql", "SELECT pid, price FROM parts")
+    assert r.returncode == 0 and "registered plain (strategy auto: id, deferred)" in r.stdout, r.stderr
+    r = cli(fresh_db, "explain", "pricey")
+    assert "strategy auto: higher-order, because subqueries in WHERE" in r.stdout

@@ -1,7 +1,8 @@
 """--strategy auto: the id or the higher-order strategy for a view, by a heuristic on its plan,
 from what scripts/bench_higher_order.py measured (docs/benchmarks.md, "higher-order"):
 
-- a view with EXISTS / IN subqueries goes to higher-order when that strategy translates it: the id
+- a view with EXISTS / IN subqueries or nested aggregates (scalar subqueries, which only the
+  higher-order strategy maintains) goes to higher-order when that strategy translates it: the id
   strategy re-derives every outer row a change of the subquery's table may affect (for TPC-H Q4's
   shape at scale 1: 8.9 s for a batch of 10,000 changes, against 0.27 s with the subquery's counts
   kept as maps; 217 ms against 39 ms for 100);
@@ -25,10 +26,10 @@ def choose_strategy(plan) -> tuple[str, str]:
     """(strategy, why) for a view's plan."""
     spj = plan.cache if isinstance(plan, Aggregate) else plan
     if not any(p.subqueries for p in walk(spj) if isinstance(p, Project)):
-        return "id", "no EXISTS / IN subquery: the ID-based rules are the faster choice (docs/benchmarks.md)"
+        return "id", "no subquery in WHERE: the ID-based rules are the faster choice (docs/benchmarks.md)"
     try:
         translate(plan)
     except UnsupportedQuery as e:
         return "id", f"the higher-order strategy refuses it ({str(e).splitlines()[0]})"
-    return HIGHER_ORDER, ("EXISTS / IN subqueries: kept as nested counts in maps instead of re-deriving the "
-                          "outer rows a change may affect")
+    return HIGHER_ORDER, ("subqueries in WHERE (EXISTS / IN / nested aggregates): kept as nested counts and sums "
+                          "in maps instead of re-deriving the outer rows a change may affect")
