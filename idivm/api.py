@@ -127,7 +127,7 @@ class Engine:
             if schema is None:
                 schema = conn.execute(sa.text("SELECT current_schema()")).scalar()
             conn.rollback()
-        tables = {(t.schema, t.name): t for t in base_tables(compiled.spj)}
+        tables = {(t.schema, t.name): t for t in base_tables(compiled.plan)}
         try:
             with self._writers_blocked(set(tables)) as conn:  # nothing slips between the fill and the first log row
                 register_locked(conn, schema, view, sql, strategy, minimized)
@@ -322,7 +322,7 @@ class Engine:
                 except IdivmError as e:
                     raise IdivmError(f'cannot refresh "{name}": the definition of {display_name(r.schema_name, r.view_name)} no '
                                      f"longer compiles: {e}") from None
-                tables |= {(t.schema, t.name) for t in base_tables(compiled.spj)}
+                tables |= {(t.schema, t.name) for t in base_tables(compiled.plan)}
             tables -= {(r.schema_name, r.view_name) for r in chain}
             conn.rollback()
         with self._writers_blocked(tables) as conn:

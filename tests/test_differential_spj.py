@@ -124,18 +124,25 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
     all_cols = [qual(j, c) for j in range(n) for c in scans[j][1].all]
     for _ in range(draw(st.integers(0, 2))):
         where.append(draw(predicates(all_cols)))
-    if nested:  # count(*) / count(c) / sum(c) / avg(c) of one table, correlated on = or <, or not at all
+    in_having = nested and shape != "spj" and draw(st.booleans())  # the nested aggregate in HAVING instead
+
+    def scalar_subquery(outer_cols: list[str]) -> str:
+        """count(*) / count(c) / sum(c) / avg(c) of one table, correlated on = or < with one of
+        outer_cols, or not at all, maybe with a predicate of its own."""
         t = draw(st.sampled_from(tables))
         inner = [f"q.{c}" for c in t.all]
         conds = []
-        corr = draw(st.sampled_from(["eq", "eq", "lt", "none"]))
+        corr = draw(st.sampled_from(["eq", "eq", "lt", "none"] if outer_cols else ["none"]))
         if corr != "none":
-            conds.append(f"{draw(st.sampled_from(inner))} {'=' if corr == 'eq' else '<'} {draw(st.sampled_from(all_cols))}")
+            conds.append(f"{draw(st.sampled_from(inner))} {'=' if corr == 'eq' else '<'} {draw(st.sampled_from(outer_cols))}")
         if draw(st.booleans()):
             conds.append(draw(predicates(inner)))
         c = draw(st.sampled_from(inner))
         agg = draw(st.sampled_from(["count(*)", f"count({c})", f"sum({c})", f"avg({c})", f"sum({c}) + count(*)"]))
-        sub = f"(SELECT {agg} FROM {t.name} AS q{' WHERE ' + ' AND '.join(conds) if conds else ''})"
+        return f"(SELECT {agg} FROM {t.name} AS q{' WHERE ' + ' AND '.join(conds) if conds else ''})"
+
+    if nested and not in_having:  # a scalar subquery compared in WHERE
+        sub = scalar_subquery(all_cols)
         lhs = draw(st.sampled_from(all_cols + [str(draw(st.integers(0, 3)))]))
         op = draw(st.sampled_from(["<", ">=", "=", "<>"]))
         where.append(draw(st.sampled_from([f"{lhs} {op} {sub}", f"{sub} IS NULL", f"NOT ({lhs} {op} {sub})"])))
@@ -218,7 +225,11 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
         names = [f"g{i}" for i in range(len(keys))] + [f"o{i}" for i in range(len(aggs))]
         if keys:
             tail += " GROUP BY " + ", ".join(keys)
-        if shape == "group" and draw(st.integers(0, 3)) == 0:
+        if in_having:  # a scalar subquery compared with an aggregate, correlated with a group key
+            plain_keys = [k for k in keys if "%" not in k]
+            agg = draw(st.sampled_from(["count(*)", f"sum({draw(st.sampled_from(all_cols))})"]))
+            tail += f" HAVING {agg} {draw(st.sampled_from(['<', '>=', '<>']))} {scalar_subquery(plain_keys)}"
+        elif shape == "group" and draw(st.integers(0, 3)) == 0:
             tail += " HAVING " + draw(st.sampled_from(["count(*) > 1", f"sum({draw(st.sampled_from(all_cols))}) > 2",
                                                           f"min({draw(st.sampled_from(all_cols))}) IS NOT NULL"]))
     select = "SELECT DISTINCT" if shape == "distinct" else "SELECT"

@@ -248,7 +248,7 @@ def test_strategy_auto_chooses_per_view_and_says_why(engine, db):
     chosen = {r["view"]: r["strategy"] for r in engine.list()}
     assert chosen == {"public.with_exists": "higher-order", "public.plain": "id", "public.with_union": "id"}
     assert "strategy auto: higher-order, because subqueries in WHERE" in engine.explain("with_exists")
-    assert "strategy auto: id, because no subquery in WHERE" in engine.explain("plain")
+    assert "strategy auto: id, because no subquery in WHERE or HAVING" in engine.explain("plain")
     assert "strategy auto: id, because the higher-order strategy refuses it" in engine.explain("with_union")
     _nullable_writes(db, random.Random(9))
     for name, sql, cols in (("with_exists", *NESTED["exists_eq"]), ("plain", *NULLABLE["grouped_nullable"])):
@@ -274,6 +274,11 @@ SCALAR = {  # nested aggregates compared in WHERE: scalar subqueries, correlated
     "count_inequality": ("SELECT g, count(*) AS n FROM n1 WHERE (SELECT count(*) FROM n2 WHERE n2.y < n1.x) >= 2 "
                          "GROUP BY g", ["g", "n"]),
     "null_when_empty": ("SELECT k FROM n1 WHERE (SELECT sum(y) FROM n2 WHERE n2.x = n1.g) IS NULL", ["k"]),
+    "having_correlated": ("SELECT g, count(*) AS n FROM n1 GROUP BY g HAVING count(*) >= "
+                          "(SELECT count(*) FROM n2 WHERE n2.y = n1.g)", ["g", "n"]),
+    "having_uncorrelated": ("SELECT g, sum(x) AS s FROM n1 GROUP BY g HAVING sum(x) > (SELECT avg(y) FROM n2)",
+                            ["g", "s"]),
+    "having_global": ("SELECT count(*) AS n FROM n1 HAVING count(*) > (SELECT count(*) FROM n2 WHERE y > 1)", ["n"]),
     "expression_of_aggregates": ("SELECT k FROM n1 WHERE x * 2 <= (SELECT sum(y) + count(*) FROM n2 "
                                  "WHERE n2.x = n1.x AND y > 0)", ["k"]),
 }
@@ -291,7 +296,7 @@ def test_scalar_subqueries_are_refused_by_the_first_order_strategies(engine, db)
             engine.register_view("v", SCALAR["above_average"][0], strategy=strategy)
     with pytest.raises(idivm.IdivmError, match="the aggregate MAX"):
         engine.register_view("v", "SELECT k FROM n1 WHERE x > (SELECT max(y) FROM n2)", strategy="higher-order")
-    with pytest.raises(idivm.IdivmError, match="scalar subqueries outside WHERE"):
+    with pytest.raises(idivm.IdivmError, match="scalar subqueries outside WHERE and HAVING"):
         engine.register_view("v", "SELECT k, (SELECT count(*) FROM n2) AS c FROM n1", strategy="higher-order")
     assert not engine.list()
     engine.register_view("v", SCALAR["above_average"][0], strategy="auto")

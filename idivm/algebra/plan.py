@@ -133,6 +133,15 @@ BRANCH_COLUMN = "__idivm_b"
 AGG_MARK = "\x00cache\x00"  # table name of placeholders for intermediate-cache columns
 
 
+HAVING_SUBQUERY_MARK = "\x00having subquery\x00"
+
+
+def having_subquery_ref(alias: str) -> exp.Column:
+    """The value of a scalar subquery of HAVING (Aggregate.having_subqueries) in `having`."""
+    return exp.Column(this=exp.to_identifier(alias, quoted=True),
+                      table=exp.to_identifier(HAVING_SUBQUERY_MARK, quoted=True))
+
+
 def cache_ref(name: str) -> exp.Column:
     """A reference to column `name` of the intermediate cache below an aggregate."""
     return exp.Column(this=exp.to_identifier(name, quoted=True), table=exp.to_identifier(AGG_MARK, quoted=True))
@@ -152,6 +161,9 @@ class Aggregate:
     having: exp.Expression | None = None
     # why the intermediate cache is skipped (footnote 6: a many-to-many join), None if it is kept
     no_cache: str | None = None
+    # scalar subqueries of HAVING, each in `having` as having_subquery_ref(alias), their correlated
+    # columns written as cache placeholders of group keys (only the higher-order strategy keeps them)
+    having_subqueries: list[SubqueryPredicate] = field(default_factory=list)
 
     @property
     def id_names(self) -> list[str]:
@@ -224,7 +236,7 @@ def scans(node: Node) -> list[Scan]:
 def base_tables(node) -> list[TableInfo]:
     """Every base table a plan reads: its scans and the tables of its EXISTS/IN subqueries."""
     if isinstance(node, Aggregate):
-        return base_tables(node.cache)
+        return base_tables(node.cache) + [q.table for q in node.having_subqueries]
     out = [s.table for s in scans(node)]
     for n in walk(node):
         if isinstance(n, Project):
@@ -316,7 +328,7 @@ def format_plan(node, indent: int = 0) -> str:
 
 
 def show_cache(e: exp.Expression) -> str:
-    return sql(e).replace(f'"{AGG_MARK}".', "cache.")
+    return sql(e).replace(f'"{AGG_MARK}".', "cache.").replace(f'"{HAVING_SUBQUERY_MARK}".', "subquery ")
 
 
 def node_ids(node: Node) -> list[tuple[str, str]]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..algebra.plan import Aggregate, Node, Project, cache_ref
+from ..algebra.plan import Aggregate, Node, Project, cache_ref, having_subquery_ref
 from ..errors import UnsupportedQuery
 from .checks import refuse
 
@@ -23,11 +23,17 @@ def has_aggregation(tree: exp.Select) -> bool:
                 or any(e.find(exp.AggFunc) for e in tree.expressions))
 
 
-def build_aggregate(tree: exp.Select, core: Node, outputs: list[tuple[str, exp.Expression]]) -> Aggregate:
+def build_aggregate(tree: exp.Select, core: Node, outputs: list[tuple[str, exp.Expression]],
+                    having_subqueries: list | None = None) -> Aggregate:
+    """having_subqueries: the scalar subqueries of HAVING (semijoins.extract_having_subqueries),
+    each left in HAVING as the placeholder having_subquery_ref(alias); their correlated columns
+    are rewritten to the group keys they must be."""
     for bad, name in ((exp.Filter, "aggregate FILTER (WHERE ...)"), (exp.WithinGroup, "ordered-set aggregates")):
         if tree.find(bad):
             raise refuse(name)
     for agg in tree.find_all(exp.AggFunc):
+        if agg.find_ancestor(exp.Subquery) is not None:
+            continue  # an aggregate of a scalar subquery in HAVING: it aggregates its own table
         if not isinstance(agg, SUPPORTED_AGGREGATES):
             raise UnsupportedQuery(f"aggregate {agg.sql('postgres')} not supported yet; supported: count, sum, avg, min, max")
         if agg.find(exp.AggFunc) is not agg or any(a is not agg for a in agg.find_all(exp.AggFunc)):
@@ -85,6 +91,21 @@ def build_aggregate(tree: exp.Select, core: Node, outputs: list[tuple[str, exp.E
 
     new_outputs = [(n, over_cache(e, "the select list")) for n, e in outputs]
     having = tree.args.get("having")
-    having_expr = over_cache(having.this, "HAVING") if having is not None else None
+    having_expr = None
+    if having is not None:
+        body = exp.Paren(this=having.this.copy())
+        for node, sq in zip(list(body.find_all(exp.Subquery)), having_subqueries or []):
+            if sq.where is not None:  # its outer columns are the group's keys
+                def outer(c: exp.Expression, alias=sq.alias) -> exp.Expression:
+                    if isinstance(c, exp.Column) and c.table != alias:
+                        text = c.sql("postgres")
+                        if text not in by_sql or text.startswith("arg:"):
+                            raise UnsupportedQuery(f"column {text} in a HAVING subquery must appear in GROUP BY")
+                        return cache_ref(by_sql[text])
+                    return c
+                sq.where = sq.where.transform(outer)
+            node.replace(having_subquery_ref(sq.alias))
+        having_expr = over_cache(body.this, "HAVING")
     cache = Project(child=core, outputs=cache_cols, stable=frozenset(keys))
-    return Aggregate(cache=cache, keys=keys, outputs=new_outputs, having=having_expr)
+    return Aggregate(cache=cache, keys=keys, outputs=new_outputs, having=having_expr,
+                     having_subqueries=list(having_subqueries or []))

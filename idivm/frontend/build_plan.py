@@ -25,7 +25,7 @@ from .aggregate_subqueries import fold_aggregate_subquery
 from .aggregates import build_aggregate, has_aggregation
 from .checks import check_comparable, check_constructs, check_deterministic, check_statement, drop_ignored_order, refuse, union_branches
 from .ctes import inline_ctes
-from .semijoins import extract_subqueries
+from .semijoins import extract_having_subqueries, extract_subqueries
 from .setops import reduce_set_difference
 from .schema import SchemaProvider
 from ..algebra.tables import TableInfo
@@ -220,7 +220,8 @@ def _compile_select(provider: SchemaProvider, select: exp.Select, first: bool) -
             raise UnsupportedQuery(f'output column "{name}" appears twice; give the columns distinct names with AS')
         seen.add(name)
     if has_aggregation(tree):
-        agg = build_aggregate(tree, node, outputs)
+        having_subqueries = extract_having_subqueries(tree, infos, len(subqueries))
+        agg = build_aggregate(tree, node, outputs, having_subqueries)
         agg.cache.subqueries = subqueries
         infer_ids(agg.cache)
         # footnote 6: no cache over a many-to-many join, where the general rule would re-read

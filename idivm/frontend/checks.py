@@ -141,13 +141,14 @@ def check_statement(tree: exp.Expression) -> exp.Select:
     for node in tree.find_all(exp.In):
         if node.args.get("query") and id(node) not in in_where:
             raise refuse("IN (subquery) outside WHERE")
-    in_where_at_all = {id(n) for n in where.find_all(exp.Subquery)} if where is not None else set()
+    having = tree.args.get("having")
+    in_where_at_all = {id(n) for part in (where, having) if part is not None for n in part.find_all(exp.Subquery)}
     for sub in tree.find_all(exp.Subquery):
         if isinstance(sub.parent, (exp.From, exp.Join)) or (isinstance(sub.parent, exp.In) and id(sub.parent) in in_where):
             continue
         if id(sub) in in_where_at_all:
-            continue  # a scalar subquery in WHERE: semijoins.extract_subqueries checks its shape
-        raise refuse("scalar subqueries outside WHERE (a subquery used as an output or in HAVING)")
+            continue  # a scalar subquery in WHERE or HAVING: semijoins checks its shape
+        raise refuse("scalar subqueries outside WHERE and HAVING (a subquery used as an output)")
     for node in tree.find_all(exp.Select):
         if node is not tree and not isinstance(node.parent, (exp.Subquery, exp.Exists)):
             raise refuse("scalar subqueries (a subquery used as a value)")

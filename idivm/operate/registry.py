@@ -41,13 +41,13 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
         raise IdivmError(f'cannot register "{shown}": {what} with that name already exists')
     if not conn.execute(sa.text("SELECT 1 FROM pg_namespace WHERE nspname = :s"), {"s": schema}).first():
         raise UnknownObject(f'schema "{schema}" does not exist')
-    plan, spj = compiled.plan, compiled.spj
+    plan = compiled.plan
     chosen = None
     if strategy == AUTO:
         strategy, why = choose_strategy(plan)
         chosen = f"strategy auto: {strategy}, because {why}"
     captured = {}
-    for t in base_tables(spj):
+    for t in base_tables(plan):
         if (t.schema, t.name) not in captured:
             captured[(t.schema, t.name)] = ensure_capture(conn, t, notify_threshold)
     view_id = catalog.insert_view(conn, schema, view, sql, strategy, [n for n, _ in plan.outputs], [],
@@ -59,7 +59,7 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
     if chosen is not None:
         program.derivations.insert(0, chosen)
     catalog.set_program(conn, view_id, to_json(program))
-    infos = {captured[(t.schema, t.name)]: t for t in base_tables(spj)}
+    infos = {captured[(t.schema, t.name)]: t for t in base_tables(plan)}
     for cid in sorted(set(captured.values())):
         catalog.insert_input(conn, view_id, cid, infos[cid].columns)
     reinstall_functions(conn, notify_threshold, sorted(set(captured.values())))  # notify thresholds now count this view

@@ -25,11 +25,12 @@ AUTO = "auto"
 def choose_strategy(plan) -> tuple[str, str]:
     """(strategy, why) for a view's plan."""
     spj = plan.cache if isinstance(plan, Aggregate) else plan
-    if not any(p.subqueries for p in walk(spj) if isinstance(p, Project)):
-        return "id", "no subquery in WHERE: the ID-based rules are the faster choice (docs/benchmarks.md)"
+    having = isinstance(plan, Aggregate) and plan.having_subqueries
+    if not having and not any(p.subqueries for p in walk(spj) if isinstance(p, Project)):
+        return "id", "no subquery in WHERE or HAVING: the ID-based rules are the faster choice (docs/benchmarks.md)"
     try:
         translate(plan)
     except UnsupportedQuery as e:
         return "id", f"the higher-order strategy refuses it ({str(e).splitlines()[0]})"
-    return HIGHER_ORDER, ("subqueries in WHERE (EXISTS / IN / nested aggregates): kept as nested counts and sums "
+    return HIGHER_ORDER, ("subqueries in WHERE or HAVING (EXISTS / IN / nested aggregates): kept as nested counts and sums "
                           "in maps instead of re-deriving the outer rows a change may affect")

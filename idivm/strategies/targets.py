@@ -29,11 +29,11 @@ def make_target(schema: str, name: str, plan, captured: dict, view_id: int, colu
     SUM/COUNT/AVG rules when its arguments are exact numbers (without it, the general rule), and
     tells the higher-order strategy which sums it can keep exactly. `definition`: the view's SQL
     (the higher-order strategy types its table by it)."""
-    if strategy != HIGHER_ORDER and any(sq.scalar is not None for p in walk(plan.cache if isinstance(plan, Aggregate)
-                                                                           else plan)
-                                        if isinstance(p, Project) for sq in p.subqueries):
-        raise UnsupportedQuery("a scalar subquery compared in WHERE (a nested aggregate) is maintained only by "
-                               "--strategy higher-order (or auto)")
+    nested = any(sq.scalar is not None for p in walk(plan.cache if isinstance(plan, Aggregate) else plan)
+                 if isinstance(p, Project) for sq in p.subqueries)
+    if strategy != HIGHER_ORDER and (nested or (isinstance(plan, Aggregate) and plan.having_subqueries)):
+        raise UnsupportedQuery("a scalar subquery compared in WHERE or HAVING (a nested aggregate) is maintained "
+                               "only by --strategy higher-order (or auto)")
     if strategy == HIGHER_ORDER:
         return make_higher_order_target(schema, name, plan, captured, view_id, definition or "",
                                         _exact_arguments(plan, captured, view_id, column_types))

@@ -79,8 +79,11 @@ def subquery_nodes(e: exp.Expression) -> list[exp.Expression]:
 class NestingBuilder:
     """Collects the conjuncts with subqueries of one SPJ plan (Scope.condition hands them over)."""
 
-    def __init__(self, scope: Scope, subqueries: list[SubqueryPredicate]):
+    def __init__(self, scope: Scope, subqueries: list[SubqueryPredicate], outer_var=None, prefix: str = "x"):
+        """outer_var(column) -> the variable an outer column is (default: the scan's variable; a
+        HAVING subquery's outer columns are group keys)."""
         self.scope, self.by_alias = scope, {sq.alias: sq for sq in subqueries}
+        self.outer_var, self.prefix = outer_var or scope.var, prefix
         self.out = Nesting()
 
     def _outer(self, e: exp.Expression, inner_alias: str | None, inner_as=VAR) -> exp.Expression:
@@ -91,7 +94,7 @@ class NestingBuilder:
             if isinstance(node, exp.Column) and node.table == inner_alias:
                 return placeholder(inner_as, variable(inner_alias, node.name))
             if isinstance(node, exp.Column):
-                v = self.scope.var(node)
+                v = self.outer_var(node)
                 if v not in self.out.outer:
                     self.out.outer.append(v)
                 return placeholder(VAR, v)
@@ -104,7 +107,7 @@ class NestingBuilder:
         and correlated conjuncts; its placeholder."""
         atom = Rel(relation_name_of(sq.table), tuple(variable(sq.alias, c) for c in sq.table.column_names))
         keys = tuple(dict.fromkeys(c.name for e in correlated for c in e.find_all(exp.Column) if c.table == INNER))
-        var = f"#x{len(self.out.nested)}"
+        var = f"#{self.prefix}{len(self.out.nested)}"
         self.out.nested.append(Nested(var, Sum(keys, mul(atom, *inner)), keys, correlated))
         return placeholder(NESTED, var)
 
@@ -116,15 +119,7 @@ class NestingBuilder:
             sq = self.by_alias.get(alias)
             if sq is None:
                 raise refuse(f"the subquery in {conjunct.sql('postgres')}")
-            inner_vars = {variable(sq.alias, c) for c in sq.table.column_names}
-            inner: list[Expr] = []
-            correlated: list[exp.Expression] = []
-            for c in _conjuncts(sq.where):
-                refs = {self.scope_var(sq, col) for col in c.find_all(exp.Column)}
-                if refs <= inner_vars:
-                    inner.append(self.scope.condition(c))
-                else:
-                    correlated.append(self._outer(c, sq.alias, INNER))
+            inner, correlated = self._split(sq)
             if isinstance(node, exp.Exists):
                 x = self._count(sq, inner, correlated)
                 node.replace(exp.GT(this=x, expression=exp.Literal.number(0)))
@@ -147,6 +142,22 @@ class NestingBuilder:
                                     exp.GT(this=x_null, expression=zero.copy())), true=exp.Null()),
             ], default=exp.false())))
         self.out.conditions.append(self._outer(replaced, "\0"))
+
+    def _split(self, sq: SubqueryPredicate) -> tuple[list[Expr], list[exp.Expression]]:
+        """The subquery's conjuncts over its own table (AGCA factors) and those that also read outer
+        columns (kept as SQL over INNER and VAR placeholders)."""
+        inner: list[Expr] = []
+        correlated: list[exp.Expression] = []
+        for c in _conjuncts(sq.where):
+            if all(col.table == sq.alias for col in c.find_all(exp.Column)):
+                inner.append(self.scope.condition(c))
+            else:
+                correlated.append(self._outer(c, sq.alias, INNER))
+        return inner, correlated
+
+    def scalar_value(self, sq: SubqueryPredicate) -> exp.Expression:
+        """A scalar subquery's value over NESTED placeholders (a HAVING subquery's, for the view table)."""
+        return self._scalar(sq, *self._split(sq))
 
     def _scalar(self, sq: SubqueryPredicate, inner: list[Expr], correlated: list[exp.Expression]) -> exp.Expression:
         """A scalar subquery's aggregate over nested counts and sums, with SQL's values for no rows:
@@ -178,10 +189,6 @@ class NestingBuilder:
             return agg(e)
         return e.transform(agg)
 
-    def scope_var(self, sq: SubqueryPredicate, col: exp.Column) -> str:
-        if col.table == sq.alias:
-            return variable(sq.alias, col.name)
-        return self.scope.var(col)
 
 
 def _conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
@@ -264,6 +271,13 @@ def view_fill(c: Contribution) -> exp.Query:
     if c.group:
         q = q.group_by(*[col("c", g) for g in c.group], copy=False)
     return q.having(exp.NEQ(this=total.copy(), expression=exp.Literal.number(0)), copy=False)
+
+
+def correlated_groups(n: Nested, group: tuple[str, ...], counts: exp.Table, scratch: str) -> exp.Query:
+    """The groups (rows of the COUNT map `counts`) that correlate with a changed key of a HAVING
+    subquery's map (its increment, in `scratch`): their HAVING may have changed."""
+    hit = select([exp.Literal.number(1)], [Rl.scratch(scratch, "d")], [_over(e, "c", {}, "d") for e in n.correlation] or None)
+    return select([alias(col("c", v), v) for v in group], [aliased(counts, "c")], [exists(hit)])
 
 
 def changed_keys(nesting: Nesting, c: Contribution, increments: list[str], nested_changes: list[tuple[int, str]]) -> exp.Query:

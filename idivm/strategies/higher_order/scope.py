@@ -62,6 +62,12 @@ class Scope:
                                   for c in tbl.column_names if not tbl.never_null(c))
         self.equal: set[frozenset[str]] = set()  # variables a join or WHERE conjunct equates
 
+    def add(self, alias: str, table) -> None:
+        """Another table's variables (a HAVING subquery's)."""
+        self.tables[alias] = table
+        self.types.update({variable(alias, c): t for c, t in table.columns})
+        self.nullable |= {variable(alias, c) for c in table.column_names if not table.never_null(c)}
+
     def joined_column(self, e: exp.Expression) -> exp.Expression:
         """COALESCE(a.x, b.x) of columns that an equality conjunct equates (how a NATURAL or USING
         join's column reads) is a.x: an inner join's equal columns are equal and not NULL."""

@@ -17,7 +17,8 @@ from ...calculus.printer import show
 from ...program import relations as Rl
 from ...program.steps import CACHE_ROLE, VIEW_FROM_MAPS_PHASE, AddToMap, CreateScratch, InsertRows, Program
 from ...program.trees import alias, col, num, select, subquery
-from .nesting import Contribution, aliased, changed_keys, contribution_fill, contribution_value, view_fill
+from .nesting import (Contribution, aliased, changed_keys, contribution_fill, contribution_value, correlated_groups,
+                      nested_value, view_fill)
 from .scope import VAR, relation_name_of, same
 from .to_steps import VALUE, BaseTable, Binder, definition_query, trigger_steps
 from .translate import Translation, translate, variable
@@ -59,7 +60,21 @@ class HigherOrderTarget:
 
     @property
     def view_from_maps(self) -> ViewFromMaps:
-        return ViewFromMaps(self.translation, self.table, Rl.view(self.schema, self.name), self.view_level_map)
+        return ViewFromMaps(self.translation, self.table, Rl.view(self.schema, self.name), self.view_level_map,
+                            self.having_value)
+
+    def having_value(self, var: str, row: str) -> exp.Expression:
+        """A HAVING subquery's nested value for the group in row `row` of the view's maps."""
+        t = self.translation
+        i, n = next((i, n) for i, n in enumerate(t.having_nested) if n.var == var)
+        return nested_value(n, self.map_table(self.compiled.top[t.having_map(i)]), row)
+
+    def touched_by_having(self, written: list[tuple[str, str]]) -> list[exp.Query]:
+        """Groups whose HAVING subqueries' values a batch changed."""
+        t, top = self.translation, self.compiled.top
+        counts = self.view_level_map(t.count_map)
+        return [correlated_groups(n, t.group, counts, scratch) for i, n in enumerate(t.having_nested)
+                for m, scratch in written if m == top[t.having_map(i)]]
 
     def view_level_map(self, name: str) -> exp.Table:
         """A map the view table reads: its top-level map, or under nesting its V (nesting.py)."""
@@ -70,6 +85,7 @@ class HigherOrderTarget:
     def view_level_names(self) -> list[str]:
         t = self.translation
         nested = {t.nested_map(i) for i in range(len(t.nesting.nested))} if t.nesting else set()
+        nested |= {t.having_map(i) for i in range(len(t.having_nested))}
         return [n for n in t.maps if n not in nested]
 
     def nested_tables(self) -> list[exp.Table]:
@@ -187,6 +203,7 @@ def make_higher_order_target(schema: str, name: str, plan, captured: dict, view_
     compiled = compile_queries(translation.maps)
     spj = plan.cache if isinstance(plan, Aggregate) else plan
     read = [(s.alias, s.table) for s in scans(spj)] + [(q.alias, q.table) for q in getattr(spj, "subqueries", [])]
+    read += [(q.alias, q.table) for q in getattr(plan, "having_subqueries", [])]
     tables = {relation_name_of(t): BaseTable(t.schema, t.name, t.column_names, captured[(t.schema, t.name)])
               for _, t in read}
     nullable = frozenset(variable(a, c) for a, t in read for c in t.column_names
@@ -214,15 +231,16 @@ def higher_order_program(target: HigherOrderTarget) -> Program:
     else:
         view_level = {top[n] for n in target.view_level_names()}
         touched = [scratch for m, scratch in written if m in view_level]
+    queries = ([touched_keys(t.group, touched)] if touched else []) + target.touched_by_having(written)
     if not t.group:
         program.steps += target.view_from_maps.steps(None)
-    elif touched:  # the touched keys, once, with statistics: the view's statements look them up by index
+    elif queries:  # the touched keys, once, with statistics: the view's statements look them up by index
         keys = f"idivm_touched_{target.view_id}"
         program.steps.append(CreateScratch(phase=-1, purpose="the keys of the view a batch touched", name=keys,
-                                           source=select([exp.Star()], [subquery(touched_keys(t.group, touched), "k")])))
+                                           source=select([exp.Star()], [subquery(_union(queries), "k")])))
         program.steps.append(InsertRows(phase=VIEW_FROM_MAPS_PHASE, purpose="the keys of the view the batch touched",
                                         target=Rl.scratch(keys), columns=list(t.group),
-                                        source=touched_keys(t.group, touched), analyze=True))
+                                        source=_union(queries), analyze=True))
         program.steps += target.view_from_maps.steps(select([exp.Star()], [Rl.scratch(keys)]))
     return program
 

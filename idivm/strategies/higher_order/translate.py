@@ -41,7 +41,7 @@ from typing import Callable
 
 from sqlglot import exp
 
-from ...algebra.plan import AGG_MARK, Aggregate, Join, Project, Scan, Select, Union
+from ...algebra.plan import AGG_MARK, HAVING_SUBQUERY_MARK, Aggregate, Join, Project, Scan, Select, Union
 from ...calculus.expr import Assign, Expr, Rel, Sum, Var, add, mul
 from ...errors import UnsupportedQuery
 from .nesting import Nesting, NestingBuilder, subquery_nodes
@@ -85,9 +85,13 @@ class Translation:
     map_keys: tuple[str, ...] = ()  # keys of the view's maps: group, then the outer variables of nesting
     value_vars: dict[str, str] = field(default_factory=dict)  # values map -> the variable it adds to the group
     nesting: Nesting | None = None  # EXISTS / IN subqueries: the view is re-evaluated from its maps
+    having_nested: list = field(default_factory=list)  # nesting.Nested of HAVING's scalar subqueries
 
     def nested_map(self, i: int) -> str:
         return f"nested_{i}"
+
+    def having_map(self, i: int) -> str:
+        return f"having_{i}"
 
     def shown_var(self, name: str) -> str | None:
         """The variable an output shows as it is, if it is just one."""
@@ -287,4 +291,30 @@ def _aggregate(agg: Aggregate, exact) -> Translation:
     out.outputs = [(n, e.copy().transform(slot)) for n, e in agg.outputs]
     if agg.having is not None:
         out.having = agg.having.copy().transform(slot)
+    if agg.having_subqueries:
+        _having_subqueries(out, agg, scope, key_var)
     return out
+
+
+def _having_subqueries(out: Translation, agg: Aggregate, scope: Scope, key_var: dict[str, str]) -> None:
+    """Scalar subqueries of HAVING: nested counts and sums (nesting.py) correlated with the group's
+    keys, looked up when the view table's HAVING is evaluated over the group's maps."""
+    def group_key(c: exp.Column) -> str:
+        if c.table != AGG_MARK or c.name not in key_var:
+            raise refuse(f"the column {shown(c)} in a HAVING subquery")
+        return key_var[c.name]
+
+    for sq in agg.having_subqueries:
+        scope.add(sq.alias, sq.table)
+    builder = NestingBuilder(scope, agg.having_subqueries, outer_var=group_key, prefix="h")
+    values = {sq.alias: builder.scalar_value(sq) for sq in agg.having_subqueries}
+
+    def put(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and node.table == HAVING_SUBQUERY_MARK:
+            return exp.Paren(this=values[node.name].copy())
+        return node
+
+    out.having = out.having.transform(put)
+    out.having_nested = builder.out.nested
+    for i, n in enumerate(builder.out.nested):
+        out.maps[out.having_map(i)] = n.query

@@ -28,6 +28,7 @@ from ...program import relations as Rl
 from ...program.steps import VIEW_FROM_MAPS_PHASE, DeleteMatching, InsertRows, Step, UpdateMatching
 from ...program.trees import alias, all_of, col, distinct_from, exists, num, select, subquery
 from .to_steps import VALUE
+from .nesting import NESTED
 from .scope import SLOT, VAR, same
 from .translate import Translation
 
@@ -84,9 +85,11 @@ def layout(t: Translation) -> ViewTable:
 class ViewFromMaps:
     """Queries and steps that derive the view's rows from its top-level maps."""
 
-    def __init__(self, translation: Translation, table: ViewTable, view: exp.Table, map_table):
-        """map_table(translation map name) -> the (abstract) table the view reads that map from."""
+    def __init__(self, translation: Translation, table: ViewTable, view: exp.Table, map_table, nested_value=None):
+        """map_table(translation map name) -> the (abstract) table the view reads that map from;
+        nested_value(variable, row alias) -> a HAVING subquery's value for the group in that row."""
         self.t, self.table, self.view, self.map_table = translation, table, view, map_table
+        self.nested_value = nested_value
         named = [m for s in translation.slots.values() if not s.over_values for m in s.maps
                  if m != translation.count_map]
         self.aliases = {m: f"m{i}" for i, m in enumerate(dict.fromkeys(named))}
@@ -143,6 +146,8 @@ class ViewFromMaps:
                 return col("c", node.name)
             if isinstance(node, exp.Column) and node.table == SLOT:
                 return self._slot(node.name)
+            if isinstance(node, exp.Column) and node.table == NESTED:
+                return self.nested_value(node.name, "c")
             return node
 
         return e.copy().transform(put)
