@@ -165,7 +165,8 @@ class HigherOrderTarget:
             lines.append(f"  for each view map L: C_L[{', '.join(t.map_keys)}] := L * [{cond}], re-evaluated where a "
                          f"batch can change it; V_L[{', '.join(t.group)}] := Sum[{', '.join(t.group)}](C_L), "
                          "kept by C's differences")
-        lines.append("maps (viewlet transform: polynomial expansion, query decomposition, duplicate maps merged):")
+        lines.append("maps (viewlet transform: each map is the database part of a delta of another, after polynomial "
+                     "expansion; keyed by what the batch, the conditions and that map's keys need; 'why' names the delta):")
         lines += ["  " + line for line in self.compiled.format().splitlines()]
         lines.append("view table from: " + ", ".join(f"{n} = {self.compiled.top[n]}" for n in self.translation.maps))
         return lines

@@ -35,6 +35,8 @@ class MapDef:
     name: str
     keys: tuple[str, ...]
     query: Expr  # Sum[keys](...) over base relations
+    why: str = "a query of the view"  # the materialization decision that made it (explain prints it)
+    uses: list[str] = field(default_factory=list)  # other decisions that reuse it (duplicate map elimination)
 
 
 @dataclass
@@ -49,7 +51,11 @@ class Compiled:
 
     def format(self) -> str:
         """Maps and trigger programs, in the style of the paper's listings."""
-        lines = [f"{m.name}[{', '.join(m.keys)}] := {show(m.query)}" for m in self.maps]
+        lines = []
+        for m in self.maps:
+            lines.append(f"{m.name}[{', '.join(m.keys)}] := {show(m.query)}")
+            reused = f"; reused {', '.join(m.uses)} (duplicate map elimination)" if m.uses else ""
+            lines.append(f"    why: {m.why}{reused}")
         for rel, stmts in sorted(self.triggers.items()):
             lines.append(f"ON UPDATE {rel} BY Δ{rel}:")
             lines += [f"  {name} += {show(e)}" for name, e in stmts]
@@ -111,21 +117,23 @@ class _Compiler:
         self.out = Compiled()
         self.by_definition: dict[Expr, str] = {}
 
-    def materialize(self, query: Sum) -> str:
+    def materialize(self, query: Sum, why: str = "a query of the view") -> str:
         """The name of the map for `query` (materialized once, with its triggers)."""
         if query in self.by_definition:
-            return self.by_definition[query]
+            name = self.by_definition[query]
+            self.out.map(name).uses.append(why)
+            return name
         name = f"M{len(self.out.maps) + 1}"
         self.by_definition[query] = name
-        self.out.maps.append(MapDef(name, query.group, query))
+        self.out.maps.append(MapDef(name, query.group, query, why))
         for rel in sorted(relations(query)):
             d = simplify(delta(query, rel))
-            terms = [self._monomial(c, g, fs, query.group) for c, g, fs in expand(d)]
+            terms = [self._monomial(c, g, fs, query.group, f"Δ{rel} of {name}") for c, g, fs in expand(d)]
             increment = simplify(add(*terms))
             self.out.triggers.setdefault(rel, []).append((name, increment))
         return name
 
-    def _monomial(self, coef: Fraction, group, factors: tuple[Expr, ...], keys: tuple[str, ...]) -> Expr:
+    def _monomial(self, coef: Fraction, group, factors: tuple[Expr, ...], keys: tuple[str, ...], of: str) -> Expr:
         base = [f for f in factors if isinstance(f, Rel)]
         if not base:
             return mul(Const(coef), Sum(group or (), mul(*factors)))
@@ -136,10 +144,13 @@ class _Compiler:
         deltas = [f for f in outer if isinstance(f, DeltaRel)]
         rest = [f for f in outer if not isinstance(f, DeltaRel)]
         atoms = []
-        for part in _components(base + inner):  # query decomposition: one map per connected part
+        parts = _components(base + inner)
+        for part in parts:  # query decomposition: one map per connected part
             part_vars = set().union(*(_vars(f) for f in part))
             needed = tuple(sorted(part_vars & outside))
-            atoms.append(Rel(self.materialize(Sum(needed, mul(*part))), needed))
+            split = f", part {parts.index(part) + 1} of {len(parts)} (query decomposition)" if len(parts) > 1 else ""
+            why = f"for {of}{split}"
+            atoms.append(Rel(self.materialize(Sum(needed, mul(*part)), why), needed))
         return mul(Const(coef), Sum(group or (), mul(*deltas, *atoms, *rest)))
 
 
@@ -165,7 +176,7 @@ def compile_queries(queries: dict[str, Sum]) -> Compiled:
     compiled together so that they share the maps of their deltas; `top` names each one's map."""
     c = _Compiler()
     for name, query in queries.items():
-        c.out.top[name] = c.materialize(query)
+        c.out.top[name] = c.materialize(query, f"the view's {name} map")
     return c.out
 
 
