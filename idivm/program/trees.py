@@ -78,8 +78,16 @@ def subquery(q: exp.Query, name: str) -> exp.Subquery:
     return exp.Subquery(this=q, alias=exp.TableAlias(this=ident(name)))
 
 
-def union_all(queries: list[exp.Query]) -> exp.Query:
+def aliased(table: exp.Table, name: str) -> exp.Table:
+    """A copy of a table reference under another alias."""
+    ref = table.copy()
+    ref.set("alias", exp.TableAlias(this=ident(name)))
+    return ref
+
+
+def union_all(queries: list[exp.Query], distinct: bool = False) -> exp.Query:
+    """q1 UNION ALL q2 ... (with distinct: UNION, duplicates removed)."""
     out = queries[0]
     for q in queries[1:]:
-        out = exp.Union(this=out, expression=q, distinct=False)
+        out = exp.Union(this=out, expression=q, distinct=distinct)
     return out

@@ -30,14 +30,13 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from ...algebra.plan import SubqueryPredicate
-from ...calculus.expr import Expr, Rel, Sum, Var, mul
+from ...calculus.expr import Expr, Rel, Sum, mul
 from ...program import relations as Rl
-from ...program.trees import alias, col, exists, select
+from ...program.trees import alias, aliased, col, exists, select, union_all
 from .scope import VAR, Scope, placeholder, refuse, relation_name_of, same, variable
 from .to_steps import VALUE
 
 NESTED, INNER = "@nested", "@inner"  # placeholders: a nested count's value; a key of its map
-EXACT = ("smallint", "integer", "bigint", "numeric")  # sums of these are kept exactly by increments
 
 
 @dataclass
@@ -175,7 +174,7 @@ class NestingBuilder:
             if isinstance(node, exp.Count):
                 return counted
             term = self.scope.term(arg)
-            if not isinstance(term, Var) or self.scope.types[term.name].split("(", 1)[0] not in EXACT:
+            if not self.scope.exact_column(term):
                 raise refuse(f"{node.key.upper()}({arg.sql('postgres')}) in a scalar subquery over anything but an "
                              "integer or numeric column")
             summed = self._count(sq, inner + [term], correlated)
@@ -217,17 +216,9 @@ def _over(e: exp.Expression, outer: str, values: dict[str, exp.Expression], inne
 
 def nested_value(n: Nested, table: exp.Table, outer: str) -> exp.Expression:
     """x for the outer row `outer`: the sum of the nested map's rows its correlation selects."""
-    ref = table.copy()
-    ref.set("alias", exp.TableAlias(this=exp.to_identifier("n", quoted=True)))
     where = [_over(c, outer, {}, "n") for c in n.correlation]
     total = exp.Coalesce(this=exp.Sum(this=col("n", VALUE)), expressions=[exp.Literal.number(0)])
-    return exp.Subquery(this=select([total], [ref], where or None))
-
-
-def aliased(table: exp.Table, name: str) -> exp.Table:
-    ref = table.copy()
-    ref.set("alias", exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
-    return ref
+    return exp.Subquery(this=select([total], [aliased(table, "n")], where or None))
 
 
 @dataclass
@@ -288,7 +279,4 @@ def changed_keys(nesting: Nesting, c: Contribution, increments: list[str], neste
         n = nesting.nested[i]
         hit = select([exp.Literal.number(1)], [Rl.scratch(scratch, "d")], [_over(e, "o", {}, "d") for e in n.correlation] or None)
         parts.append(select([alias(col("o", k), k) for k in c.keys], [aliased(c.outer, "o")], [exists(hit)]))
-    out = parts[0]
-    for p in parts[1:]:
-        out = exp.Union(this=out, expression=p, distinct=True)
-    return out
+    return union_all(parts, distinct=True)

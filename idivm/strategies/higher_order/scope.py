@@ -12,6 +12,7 @@ from ...errors import UnsupportedQuery
 from ...program.trees import eq
 
 OPS = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
+EXACT_TYPES = ("smallint", "integer", "bigint", "numeric")
 VAR, SLOT = "@var", "@slot"  # placeholders in output and HAVING expressions: a variable, a map value
 
 
@@ -128,6 +129,11 @@ class Scope:
         """e as a multiplicity: a variable, or an interpreted value."""
         t = self.term(e)
         return t if isinstance(t, Var) else self.extern("value", e)
+
+    def exact_column(self, term) -> bool:
+        """Whether a term is a column of an exact type (integers, numeric), whose sums increments
+        keep exactly; floating-point sums depend on the order of the additions."""
+        return isinstance(term, Var) and self.types[term.name].split("(", 1)[0] in EXACT_TYPES
 
     def not_null(self, e: exp.Expression) -> Expr | None:
         """The condition that e is not NULL (None: it never is)."""

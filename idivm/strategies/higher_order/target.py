@@ -16,8 +16,8 @@ from ...calculus.expr import Atom, Cmp, DeltaRel, Var
 from ...calculus.printer import show
 from ...program import relations as Rl
 from ...program.steps import CACHE_ROLE, VIEW_FROM_MAPS_PHASE, AddToMap, CreateScratch, InsertRows, Program
-from ...program.trees import alias, col, num, select, subquery
-from .nesting import (Contribution, aliased, changed_keys, contribution_fill, contribution_value, correlated_groups,
+from ...program.trees import alias, aliased, col, num, select, subquery, union_all
+from .nesting import (Contribution, changed_keys, contribution_fill, contribution_value, correlated_groups,
                       nested_value, view_fill)
 from .scope import VAR, relation_name_of, same
 from .to_steps import VALUE, BaseTable, Binder, definition_query, trigger_steps
@@ -238,10 +238,10 @@ def higher_order_program(target: HigherOrderTarget) -> Program:
     elif queries:  # the touched keys, once, with statistics: the view's statements look them up by index
         keys = f"idivm_touched_{target.view_id}"
         program.steps.append(CreateScratch(phase=-1, purpose="the keys of the view a batch touched", name=keys,
-                                           source=select([exp.Star()], [subquery(_union(queries), "k")])))
+                                           source=select([exp.Star()], [subquery(union_all(queries, distinct=True), "k")])))
         program.steps.append(InsertRows(phase=VIEW_FROM_MAPS_PHASE, purpose="the keys of the view the batch touched",
                                         target=Rl.scratch(keys), columns=list(t.group),
-                                        source=_union(queries), analyze=True))
+                                        source=union_all(queries, distinct=True), analyze=True))
         program.steps += target.view_from_maps.steps(select([exp.Star()], [Rl.scratch(keys)]))
     return program
 
@@ -278,11 +278,4 @@ def _contribution_steps(target: HigherOrderTarget, program: Program, written: li
                 keys=group, value=VALUE, nullable=[k for k in group if k in c.nullable],
                 source=select([col(None, k) for k in group] + [col(None, VALUE)], [Rl.scratch(scratch)])))
         out.append(scratch)
-    return out
-
-
-def _union(queries: list[exp.Query]) -> exp.Query:
-    out = queries[0]
-    for q in queries[1:]:
-        out = exp.Union(this=out, expression=q, distinct=True)
     return out

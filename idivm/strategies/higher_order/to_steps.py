@@ -20,7 +20,7 @@ from ...calculus.expr import VAR_TABLE, Atom, Cmp, Const, DeltaRel, Expr, Extern
 from ...errors import UnsupportedQuery
 from ...program import relations as Rl
 from ...program.steps import CACHE_ROLE, MAPS_PHASE, AddToMap, CreateScratch, InsertRows, Step
-from ...program.trees import alias, col, eq, num, select, string, subquery, union_all
+from ...program.trees import alias, aliased, col, eq, num, select, string, subquery, union_all
 from ..idiff_steps import kind_is_not
 from .viewlet import Compiled, MapDef, expand, is_lift
 
@@ -62,9 +62,7 @@ class Binder:
             t = self.tables[a.name]
             return subquery(signed_batch(t), alias_), list(t.columns), col(alias_, MULT)
         if a.name in self.map_keys:
-            ref = self.map_ref(a.name).copy()
-            ref.set("alias", exp.TableAlias(this=exp.to_identifier(alias_, quoted=True)))
-            return ref, list(self.map_keys[a.name]), col(alias_, VALUE)
+            return aliased(self.map_ref(a.name), alias_), list(self.map_keys[a.name]), col(alias_, VALUE)
         t = self.tables[a.name]
         return Rl.base(t.schema, t.name, alias_), list(t.columns), None
 

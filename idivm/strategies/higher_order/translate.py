@@ -159,14 +159,10 @@ def _vars_of(e: exp.Expression) -> list[str]:
     return list(dict.fromkeys(c.name for c in e.find_all(exp.Column) if c.table == VAR))
 
 
-EXACT_TYPES = ("smallint", "integer", "bigint", "numeric")
-
-
 def _exact(cache_column: str, e: exp.Expression, scope: Scope, exact) -> bool:
     if exact is not None:
         return exact(cache_column)
-    t = scope.term(e)  # without the database's word: a column's declared type
-    return isinstance(t, Var) and scope.types[t.name].split("(", 1)[0] in EXACT_TYPES
+    return scope.exact_column(scope.term(e))  # without the database's word: a column's declared type
 
 
 def translate(plan, exact: Callable[[str], bool] | None = None) -> Translation:

@@ -26,7 +26,7 @@ from sqlglot import exp
 
 from ...program import relations as Rl
 from ...program.steps import VIEW_FROM_MAPS_PHASE, DeleteMatching, InsertRows, Step, UpdateMatching
-from ...program.trees import alias, all_of, col, distinct_from, exists, num, select, subquery
+from ...program.trees import alias, aliased, all_of, col, distinct_from, exists, num, select, subquery, union_all
 from .to_steps import VALUE
 from .nesting import NESTED
 from .scope import SLOT, VAR, same
@@ -94,13 +94,8 @@ class ViewFromMaps:
                  if m != translation.count_map]
         self.aliases = {m: f"m{i}" for i, m in enumerate(dict.fromkeys(named))}
 
-    def _ref(self, table: exp.Table, alias_: str) -> exp.Table:
-        ref = table.copy()
-        ref.set("alias", exp.TableAlias(this=exp.to_identifier(alias_, quoted=True)))
-        return ref
-
     def _map(self, name: str, alias_: str) -> exp.Table:
-        return self._ref(self.map_table(name), alias_)
+        return aliased(self.map_table(name), alias_)
 
     def _keys_equal(self, a: str, b: str) -> exp.Expression:
         """Rows a and b (both with a column per group variable) have the same keys."""
@@ -198,7 +193,7 @@ class ViewFromMaps:
         return rows.select(alias(series, COPY), copy=False)
 
     def _view(self, alias_: str) -> exp.Table:
-        return self._ref(self.view, alias_)
+        return aliased(self.view, alias_)
 
     def _match(self, a: str, b: str, by_var: bool) -> exp.Expression:
         """The view row (alias a) has the keys of the row b (b: by group variable, or by column)."""
@@ -260,7 +255,4 @@ class ViewFromMaps:
 def touched_keys(group: tuple[str, ...], scratches: list[str]) -> exp.Query:
     """The group variables' values in the increments of the top-level maps (scratch relations)."""
     parts = [select([col(None, v) for v in group], [Rl.scratch(s)]) for s in scratches]
-    out = parts[0]
-    for p in parts[1:]:
-        out = exp.Union(this=out, expression=p, distinct=True)
-    return out
+    return union_all(parts, distinct=True)
