@@ -189,7 +189,7 @@ class ViewFromMaps:
         if not self.table.copies:
             return rows
         start = num(1) if first is None else first
-        series = exp.Anonymous(this="generate_series", expressions=[start, col("c", VALUE)])
+        series = exp.GenerateSeries(start=start, end=col("c", VALUE))  # sqlglot's node: each engine its own form
         return rows.select(alias(series, COPY), copy=False)
 
     def _view(self, alias_: str) -> exp.Table:
