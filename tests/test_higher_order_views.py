@@ -203,6 +203,9 @@ NESTED = {  # EXISTS / IN subqueries: nested counts, correlated on equality, on 
     "two_subqueries": ("SELECT g, count(*) AS n FROM n1 WHERE x IN (SELECT x FROM n2) AND NOT EXISTS "
                        "(SELECT 1 FROM n2 AS z WHERE z.y = n1.g AND z.x > n1.x) GROUP BY g HAVING count(*) > 1",
                        ["g", "n"]),
+    # two values maps whose definitions equal the COUNT map's: each keeps its own value variable
+    "values_maps_under_nesting": ("SELECT g, count(*) AS n, min(k) AS lo, count(DISTINCT g) AS d FROM n1 WHERE EXISTS "
+                                  "(SELECT 1 FROM n2 WHERE n2.k = n1.k) GROUP BY g", ["g", "n", "lo", "d"]),
 }
 
 

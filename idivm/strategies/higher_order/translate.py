@@ -278,7 +278,11 @@ def _aggregate(agg: Aggregate, exact) -> Translation:
             factors.append(Assign(var, scope.extern("value", e)))
         cond = scope.not_null(e)
         query = Sum(tuple(dict.fromkeys(keys + (var,))), mul(*factors, *([cond] if cond is not None else [])))
-        name = next((k for k, q in out.maps.items() if q == query), f"values_{len(out.maps)}")
+        # the same map only for the same value variable: under nesting a values map is summed over the
+        # outer variables except its value variable, so two values maps never share with each other
+        # or with the COUNT map (the compiler still stores equal definitions once)
+        name = next((k for k, q in out.maps.items() if q == query and out.value_vars.get(k) == var),
+                    f"values_{len(out.maps)}")
         out.maps[name] = query
         out.value_vars[name] = var
         kind = "count_distinct" if isinstance(node, exp.Count) else node.key.lower()
