@@ -213,7 +213,11 @@ NESTED = {  # EXISTS / IN subqueries: nested counts, correlated on equality, on 
 def test_exists_and_in_subqueries(engine, db, mode):
     """Emptying n2 makes every EXISTS false and NOT IN true, even for NULLs."""
     _random_rounds(engine, db, NESTED, mode, 6 if mode == "deferred" else 7, "n2")
-    assert "#x0 := Sum[](nested_0(" in engine.explain("exists_eq")
+    text = engine.explain("exists_eq")
+    assert "#x0 := Sum[](nested_0(" in text
+    assert "#x0: increment: correlated on an equality" in text
+    assert "#x0: re-evaluate: uncorrelated" in engine.explain("uncorrelated")
+    assert "#x0: re-evaluate: correlated only by inequalities" in engine.explain("exists_inequality_or")
 
 
 def test_views_over_views_and_partitioned_tables(engine, db):

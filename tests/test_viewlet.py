@@ -8,11 +8,12 @@ from fractions import Fraction as F
 from hypothesis import given, settings, strategies as st
 
 from idivm.calculus.evaluate import apply_update, evaluate
-from idivm.calculus.expr import Cmp, Const, Rel, Sum, Var, mul
-from idivm.strategies.higher_order.viewlet import compile_query
+from idivm.calculus.simplify import factorize
+from idivm.calculus.expr import Cmp, Const, Rel, Sum, Var, add, mul
+from idivm.strategies.higher_order.viewlet import compile_query, expand
 
 R, S, T = Rel("R", ("A", "B")), Rel("S", ("B", "C")), Rel("T", ("C", "D"))
-VALUES = st.integers(0, 2)
+VALUES = st.sampled_from([0, 1, 2, None])  # NULLs too: they never join
 MULT = st.sampled_from([F(-1), F(1), F(2)])
 
 
@@ -29,6 +30,8 @@ QUERIES = [
     Sum((), mul(R, S, T, Cmp("<", Var("A"), Var("D")))),  # an inequality across the chain
     Sum(("B",), mul(R, Rel("R", ("A2", "B")), Var("A"))),  # a self-join
     Sum(("A",), mul(R, Cmp("=", Var("B"), Const(1)), Var("B"))),  # one relation, a selection
+    Sum((), mul(R, Rel("R", ("A2", "B2")), Cmp("=", Var("B"), Var("B2")))),  # a self-join on an equality
+    Sum(("A",), mul(R, Rel("S", ("C2", "D2")), Cmp("=", Var("B"), Var("C2")), Var("D2"))),  # join by comparison
 ]
 
 
@@ -49,6 +52,10 @@ def test_trigger_programs_keep_every_map_equal_to_its_definition(q, db, batches)
     for rel, batch in batches:
         update = {rel: batch[rel]}
         increments = [(name, evaluate(e, maps, update=update)) for name, e in compiled.triggers.get(rel, [])]
+        for (_, e), (_, inc) in zip(compiled.triggers.get(rel, []), increments):  # what to_steps runs: the monomials
+            monomials = [mul(Const(c), Sum(g, mul(*fs)) if g is not None else mul(*fs)) for c, g, fs in expand(e)]
+            assert evaluate(add(*monomials), maps, update=update) == inc, str(e)
+            assert evaluate(factorize(e), maps, update=update) == inc, str(e)  # what explain prints
         for name, inc in increments:  # every increment reads the maps from before the batch
             m = next(x for x in compiled.maps if x.name == name)
             positional = {tuple(dict(t)[k] for k in m.keys): v for t, v in inc.items()}
@@ -75,3 +82,17 @@ def test_a_chain_join_decomposes_into_maps_without_cross_products():
     assert {"Sum[B, D](S(B, C) * T(C, D))", "Sum[A, C](R(A, B) * S(B, C))", "Sum[A, B](R(A, B))",
             "Sum[C, D](T(C, D))", "Sum[B, C](S(B, C))"} <= defs
     assert "M1 += Sum[A, D](ΔS(B, C) * M5(A, B) * M3(C, D))" in compiled.format()
+
+
+def test_a_self_join_reads_one_map_through_renaming():
+    """Unification makes both sides of R ⋈ R on B the same relation up to renaming: the delta's two
+    terms read one map of R's rows per B (duplicate map elimination up to renaming)."""
+    q = Sum((), mul(R, Rel("R", ("A2", "B2")), Cmp("=", Var("B"), Var("B2"))))
+    compiled = compile_query(q, not_null=frozenset({"A", "B", "A2", "B2"}))
+    assert [str(m.query) for m in compiled.maps] == ["Sum[](R(A, B) * R(A2, B))", "Sum[B](R(A2, B))"]
+    assert compiled.maps[1].uses, compiled.format()
+    # Example 12's shape, batched: the two first-order terms are one term twice
+    (_, increment), = [t for t in compiled.triggers["R"] if t[0] == "M1"]
+    assert str(increment) == "2 * Sum[](ΔR(A, B) * M2(B)) + Sum[](ΔR(A, B) * ΔR(A2, B))"
+    # and factorized, as explain prints it: (2 * R(x) + 1) * S(B)
+    assert "M1 += Sum[](ΔR(A, B) * (2 * M2(B) + Sum[B](ΔR(A2, B))))" in compiled.format()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, Mapping
 
-from .expr import Add, Assign, Cmp, Const, DeltaRel, Expr, Extern, Mul, Neg, Rel, Sum, Var
+from .expr import Add, Assign, Cmp, Const, DeltaRel, Exists, Expr, Extern, Mul, Neg, Rel, Sum, Var
 
 Tup = tuple[tuple[str, Any], ...]
 GMR = dict[Tup, Fraction]
@@ -97,6 +97,8 @@ def evaluate(q: Expr, db: Database, bound: Mapping[str, Any] | None = None,
         return out
     if isinstance(q, Neg):
         return {t: -m for t, m in evaluate(q.q, db, b, update).items()}
+    if isinstance(q, Exists):
+        return {t: Fraction(1) for t in evaluate(q.q, db, b, update)}
     if isinstance(q, Mul):
         acc: GMR = {EMPTY: Fraction(1)}
         for factor in q.factors:

@@ -137,6 +137,15 @@ class Assign(Expr):
 
 
 @dataclass(frozen=True)
+class Exists(Expr):
+    """Exists(q): each tuple where q is nonzero, with multiplicity 1 (DBToaster's later calculus
+    has it; here it is the range restriction a batch puts on a nested aggregate's delta, Section
+    5.3: the values of the correlation variables for which the batch changes the aggregate)."""
+
+    q: Expr
+
+
+@dataclass(frozen=True)
 class Sum(Expr):
     """Sum[A⃗](q): the multiplicity-preserving projection of q on the group-by variables A⃗."""
 
@@ -197,6 +206,84 @@ def children(q: Expr) -> tuple[Expr, ...]:
         return q.terms
     if isinstance(q, Mul):
         return q.factors
-    if isinstance(q, (Neg, Assign, Sum)):
+    if isinstance(q, (Neg, Assign, Sum, Exists)):
         return (q.q,)
     return ()
+
+
+TEMP = "\0"  # a prefix no variable has
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def rename(q: Expr, mapping: dict[str, str]) -> Expr:
+    """q with its variables renamed (every occurrence: atoms, comparisons, values, group lists,
+    assignment targets, and the variables an interpreted function's SQL reads, which are always
+    written "@"."<variable>")."""
+    if not mapping:
+        return q
+
+    def r(v: str) -> str:
+        return mapping.get(v, v)
+
+    if isinstance(q, Var):
+        return Var(r(q.name))
+    if isinstance(q, Cmp):
+        return Cmp(q.op, *(Var(r(t.name)) if isinstance(t, Var) else t for t in (q.left, q.right)))
+    if isinstance(q, Atom):
+        return type(q)(q.name, tuple(r(v) for v in q.vars))
+    if isinstance(q, Extern):
+        sql = q.sql
+        moved = {v: r(v) for v in q.vars if r(v) != v}
+        if moved:  # through temporary names, so that swapped names do not collide
+            table = _quoted(VAR_TABLE)
+            for i, v in enumerate(moved):
+                sql = sql.replace(f"{table}.{_quoted(v)}", f"{table}.{_quoted(TEMP + str(i))}")
+            for i, v in enumerate(moved):
+                sql = sql.replace(f"{table}.{_quoted(TEMP + str(i))}", f"{table}.{_quoted(moved[v])}")
+        return Extern(q.kind, sql, tuple(dict.fromkeys(r(v) for v in q.vars)))
+    if isinstance(q, Add):
+        return Add(tuple(rename(t, mapping) for t in q.terms))
+    if isinstance(q, Mul):
+        return Mul(tuple(rename(f, mapping) for f in q.factors))
+    if isinstance(q, Neg):
+        return Neg(rename(q.q, mapping))
+    if isinstance(q, Exists):
+        return Exists(rename(q.q, mapping))
+    if isinstance(q, Assign):
+        return Assign(r(q.var), rename(q.q, mapping))
+    if isinstance(q, Sum):
+        return Sum(tuple(r(v) for v in q.group), rename(q.q, mapping))
+    return q
+
+
+def variables(q: Expr) -> list[str]:
+    """Every variable q names, in order of first appearance (left to right, a Sum's body before its
+    group list)."""
+    out: dict[str, None] = {}
+
+    def walk(e: Expr) -> None:
+        if isinstance(e, Var):
+            out.setdefault(e.name)
+        elif isinstance(e, Cmp):
+            for t in (e.left, e.right):
+                if isinstance(t, Var):
+                    out.setdefault(t.name)
+        elif isinstance(e, (Atom, Extern)):
+            for v in e.vars:
+                out.setdefault(v)
+        elif isinstance(e, Assign):
+            walk(e.q)
+            out.setdefault(e.var)
+        elif isinstance(e, Sum):
+            walk(e.q)
+            for v in e.group:
+                out.setdefault(v)
+        else:
+            for c in children(e):
+                walk(c)
+
+    walk(q)
+    return list(out)

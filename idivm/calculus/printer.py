@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from .expr import Add, Assign, Cmp, Const, DeltaRel, Expr, Extern, Mul, Neg, Rel, Sum, Var
+from .expr import Add, Assign, Cmp, Const, DeltaRel, Exists, Expr, Extern, Mul, Neg, Rel, Sum, Var
 
 _VARIABLE = re.compile(r'"@"\."((?:[^"]|"")+)"')
 
@@ -34,6 +34,8 @@ def show(q: Expr) -> str:
         return "[" + _VARIABLE.sub(lambda m: m.group(1).replace('""', '"'), q.sql) + "]"
     if isinstance(q, Assign):
         return f"({q.var} := {show(q.q)})"
+    if isinstance(q, Exists):
+        return f"Exists({show(q.q)})"
     if isinstance(q, Sum):
         return f"Sum[{', '.join(q.group)}]({show(q.q)})"
     if isinstance(q, Neg):

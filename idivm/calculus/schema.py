@@ -7,7 +7,7 @@ are not inputs of the product. A sum of queries must have the same outputs in ev
 """
 from __future__ import annotations
 
-from .expr import Add, Assign, Cmp, Const, DeltaRel, Expr, Extern, Mul, Neg, Rel, Sum, Var
+from .expr import Add, Assign, Cmp, Const, DeltaRel, Exists, Expr, Extern, Mul, Neg, Rel, Sum, Var
 
 
 class SchemaError(ValueError):
@@ -26,7 +26,7 @@ def schema(q: Expr) -> tuple[frozenset[str], frozenset[str]]:
         return frozenset(q.vars), frozenset()
     if isinstance(q, (Rel, DeltaRel)):
         return frozenset(), frozenset(q.vars)
-    if isinstance(q, Neg):
+    if isinstance(q, (Neg, Exists)):
         return schema(q.q)
     if isinstance(q, Assign):
         ins, outs = schema(q.q)

@@ -15,13 +15,20 @@ as M_N = Sum[K](S * inner conjuncts), keyed by the S columns K the correlated co
 (equality correlation: x is one lookup of M_N; an inequality: a sum over a range of M_N; none:
 M_N has one value). The outer maps are keyed by the view's group variables and B.
 
-The delta of x := Q_N is not simpler than Q, the paper's reason to re-evaluate rather than
-increment. idivm re-evaluates at the finest grain that is exact: each outer row's contribution
-C(G', B) = O(G', B) * [f(x(B), B)] is stored, and after the maps are updated it is recomputed only
-at the keys a batch can have changed (those in O's increments, and O's rows that correlate with a
-changed key of M_N); the differences are added to C and to V(G') = Sum[B](C), the map the view
-table reads (Contribution). With equality correlation that is a handful of rows per change; with
-an uncorrelated subquery every outer row can change, and does get re-evaluated.
+The delta of x := Q_N is not simpler than Q (Section 5.1). Each outer row's contribution
+C(G', B) = O(G', B) * [f(x(B), B)] is stored, and V(G') = Sum[B](C), the map the view table reads
+(Contribution); after the maps are updated, C's differences are added to C and V. Where they are
+computed is the re-evaluate-or-increment decision, made per nested aggregate (`restricted`):
+
+- increment, when the subquery is correlated on an equality: a change of M_N's key k can only
+  change the outer rows that correlate with k (Section 5.3's range restriction, delta.py), so C is
+  recomputed at those keys and at the keys of O's increments, by index lookups;
+- re-evaluate, when it is uncorrelated or correlated only by inequalities: a change can move every
+  outer row, so C is recomputed whole from O and the nested maps (not from base tables) and
+  compared with the stored C; only groups whose contributions changed are touched.
+
+A batch that changes no re-evaluated subquery's map takes the increment path (the choice is made
+when the program runs, by whether those maps' increments are empty).
 """
 from __future__ import annotations
 
@@ -32,7 +39,7 @@ from sqlglot import exp
 from ...algebra.plan import SubqueryPredicate
 from ...calculus.expr import Expr, Rel, Sum, mul
 from ...program import relations as Rl
-from ...program.trees import alias, aliased, col, exists, select, union_all
+from ...program.trees import alias, aliased, col, exists, select, subquery, union_all
 from .scope import VAR, Scope, placeholder, refuse, relation_name_of, same, variable
 from .to_steps import VALUE
 
@@ -269,6 +276,37 @@ def correlated_groups(n: Nested, group: tuple[str, ...], counts: exp.Table, scra
     subquery's map (its increment, in `scratch`): their HAVING may have changed."""
     hit = select([exp.Literal.number(1)], [Rl.scratch(scratch, "d")], [_over(e, "c", {}, "d") for e in n.correlation] or None)
     return select([alias(col("c", v), v) for v in group], [aliased(counts, "c")], [exists(hit)])
+
+
+def restricted(n: Nested) -> bool:
+    """Whether a change of n's map can only change the outer rows that an equality correlates with
+    it (then its delta is incremented at those rows; else the contributions are re-evaluated)."""
+    def reads(e: exp.Expression, kind: str) -> bool:
+        return any(c.table == kind for c in e.find_all(exp.Column))
+
+    return any(isinstance(c, exp.EQ) and reads(c, INNER) and reads(c, VAR) for c in n.correlation)
+
+
+def decision(n: Nested, map_name: str) -> str:
+    """The re-evaluate-or-increment decision for n, as explain prints it."""
+    if restricted(n):
+        return (f"{n.var}: increment: correlated on an equality, so a change of {map_name} changes only the outer rows "
+                "with its keys (range restriction)")
+    return (f"{n.var}: re-evaluate: {'correlated only by inequalities' if n.correlation else 'uncorrelated'}, so a "
+            f"change of {map_name} can change every outer row; the contributions are recomputed from the maps and "
+            "compared with the stored ones (VLDBJ'14 Section 5.1)")
+
+
+def reevaluated(nesting: Nesting, c: Contribution, nested_tables: list[exp.Table]) -> exp.Select:
+    """C's nonzero differences everywhere: its rows recomputed from O and the nested maps, minus the
+    stored rows (grouping pairs them null-safely)."""
+    new = select([col("n", k) for k in c.keys] + [col("n", VALUE)], [subquery(contribution_fill(nesting, c, nested_tables), "n")])
+    old = select([col("w", k) for k in c.keys] + [exp.Neg(this=col("w", VALUE))], [aliased(c.contributions, "w")])
+    total = exp.Sum(this=col("d", VALUE))
+    q = select([col("d", k) for k in c.keys] + [alias(total, VALUE)], [subquery(union_all([new, old]), "d")])
+    if c.keys:
+        q = q.group_by(*[col("d", k) for k in c.keys], copy=False)
+    return q.having(exp.NEQ(this=total.copy(), expression=exp.Literal.number(0)), copy=False)
 
 
 def changed_keys(nesting: Nesting, c: Contribution, increments: list[str], nested_changes: list[tuple[int, str]]) -> exp.Query:

@@ -16,9 +16,9 @@ from ...calculus.expr import Atom, Cmp, DeltaRel, Var
 from ...calculus.printer import show
 from ...program import relations as Rl
 from ...program.steps import CACHE_ROLE, VIEW_FROM_MAPS_PHASE, AddToMap, CreateScratch, InsertRows, Program
-from ...program.trees import alias, aliased, col, num, select, subquery, union_all
-from .nesting import (Contribution, changed_keys, contribution_fill, contribution_value, correlated_groups,
-                      nested_value, view_fill)
+from ...program.trees import alias, aliased, any_of, col, exists, num, select, subquery, union_all
+from .nesting import (Contribution, changed_keys, contribution_fill, contribution_value, correlated_groups, decision,
+                      nested_value, reevaluated, restricted, view_fill)
 from .scope import VAR, relation_name_of, same
 from .to_steps import VALUE, BaseTable, Binder, definition_query, trigger_steps
 from .translate import Translation, translate, variable
@@ -162,6 +162,8 @@ class HigherOrderTarget:
                 corr = " AND ".join(_placeholders(c) for c in n.correlation) or "TRUE"
                 lines.append(f"  {n.var} := Sum[]({t.nested_map(i)}({', '.join(n.keys)}) * [{corr}])")
             cond = " AND ".join(_placeholders(c) for c in t.nesting.conditions)
+            lines.append("  re-evaluate or increment (VLDBJ'14 Section 5.1), per nested aggregate:")
+            lines += [f"    {decision(n, t.nested_map(i))}" for i, n in enumerate(t.nesting.nested)]
             lines.append(f"  for each view map L: C_L[{', '.join(t.map_keys)}] := L * [{cond}], re-evaluated where a "
                          f"batch can change it; V_L[{', '.join(t.group)}] := Sum[{', '.join(t.group)}](C_L), "
                          "kept by C's differences")
@@ -201,7 +203,6 @@ def make_higher_order_target(schema: str, name: str, plan, captured: dict, view_
                              exact=None) -> HigherOrderTarget:
     """exact(cache column) -> whether a grouped view's aggregate argument is of an exact type."""
     translation = translate(plan, exact)
-    compiled = compile_queries(translation.maps)
     spj = plan.cache if isinstance(plan, Aggregate) else plan
     read = [(s.alias, s.table) for s in scans(spj)] + [(q.alias, q.table) for q in getattr(spj, "subqueries", [])]
     read += [(q.alias, q.table) for q in getattr(plan, "having_subqueries", [])]
@@ -209,6 +210,8 @@ def make_higher_order_target(schema: str, name: str, plan, captured: dict, view_
               for _, t in read}
     nullable = frozenset(variable(a, c) for a, t in read for c in t.column_names
                          if not t.never_null(c)) | translation.lifted
+    columns = {variable(a, c) for a, t in read for c in t.column_names}
+    compiled = compile_queries(translation.maps, frozenset(columns - nullable))
     return HigherOrderTarget(schema, name, view_id, translation, compiled, tables, definition, nullable)
 
 
@@ -253,6 +256,8 @@ def _contribution_steps(target: HigherOrderTarget, program: Program, written: li
     t, top = target.translation, target.compiled.top
     nested_changes = [(i, scratch) for i in range(len(t.nesting.nested)) for m, scratch in written
                       if m == top[t.nested_map(i)]]
+    keyed = [(i, s) for i, s in nested_changes if restricted(t.nesting.nested[i])]
+    reevaluate = [s for i, s in nested_changes if not restricted(t.nesting.nested[i])]
     nested = target.nested_tables()
     out = []
     for name, c in target.contributions().items():
@@ -261,12 +266,20 @@ def _contribution_steps(target: HigherOrderTarget, program: Program, written: li
             continue
         scratch = f"idivm_contrib_{target.view_id}_{len(out)}"
         keys = list(c.keys)
-        changed = subquery(changed_keys(t.nesting, c, increments, nested_changes), "p")
-        old = exp.Coalesce(this=exp.Subquery(this=select(
-            [col("w", VALUE)], [aliased(c.contributions, "w")],
-            [same(col("w", k), col("p", k), k in c.nullable) for k in keys])), expressions=[num(0)])
-        difference = exp.Sub(this=contribution_value(t.nesting, c, nested, "p"), expression=old)
-        source = select([col("p", k) for k in keys] + [alias(difference, VALUE)], [changed])
+        parts = []
+        if increments or keyed:  # increment: C at the keys the batch can have changed
+            changed = subquery(changed_keys(t.nesting, c, increments, keyed), "p")
+            old = exp.Coalesce(this=exp.Subquery(this=select(
+                [col("w", VALUE)], [aliased(c.contributions, "w")],
+                [same(col("w", k), col("p", k), k in c.nullable) for k in keys])), expressions=[num(0)])
+            difference = exp.Sub(this=contribution_value(t.nesting, c, nested, "p"), expression=old)
+            parts.append(select([col("p", k) for k in keys] + [alias(difference, VALUE)], [changed]))
+        if reevaluate:  # re-evaluate, when the batch changed an uncorrelated or inequality-correlated subquery
+            changed_any = any_of([exists(select([num(1)], [Rl.scratch(s)])) for s in reevaluate])
+            if parts:
+                parts[0] = parts[0].where(exp.Not(this=exp.Paren(this=changed_any.copy())), copy=False)
+            parts.append(reevaluated(t.nesting, c, nested).where(changed_any, copy=False))
+        source = union_all(parts)
         program.steps.append(CreateScratch(phase=-1, purpose=f"changes of the contributions to {name}", name=scratch,
                                            source=select([exp.Star()], [c.contributions]), role=CACHE_ROLE))
         program.steps.append(InsertRows(phase=VIEW_FROM_MAPS_PHASE, role=CACHE_ROLE, target=Rl.scratch(scratch),

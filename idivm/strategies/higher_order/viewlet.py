@@ -10,8 +10,13 @@ For each map M = Sum[keys](Q) and each relation R that Q reads:
    variables form new maps, one per group of factors connected by shared variables (query
    decomposition: no cross-product maps), each keyed by the variables the rest of the monomial or
    M's keys need; the monomial reads those maps instead (atoms of the maps' names).
-3. The new maps are materialized the same way; maps with the same definition are one map
-   (duplicate map elimination).
+3. The new maps are materialized the same way; maps whose definitions are equal up to the
+   renaming of variables are one map (duplicate map elimination), read through an atom that
+   names its keys in the reader's variables.
+
+Simplification (calculus/simplify.py) includes unification: join equalities become shared
+variables, so the same base relation reached through different deltas (a self-join's two
+sides, a relation joined on either of two equal columns) is the same map.
 
 Nested aggregates (assignments), input variables and the re-evaluate-or-increment decision come
 next; queries with assignments are refused here. The result is checked on the reference
@@ -24,9 +29,9 @@ from fractions import Fraction
 
 from ...calculus.delta import delta
 from ...calculus.expr import (Add, Assign, Atom, Cmp, Const, DeltaRel, Expr, Extern, Mul, Neg, Rel, Sum, Var, add, children,
-                              mul, relations)
+                              mul, relations, rename, variables)
 from ...calculus.printer import show
-from ...calculus.simplify import simplify
+from ...calculus.simplify import factorize, simplify
 from ...errors import UnsupportedQuery
 
 
@@ -50,7 +55,9 @@ class Compiled:
         return next(m for m in self.maps if m.name == name)
 
     def format(self) -> str:
-        """Maps and trigger programs, in the style of the paper's listings."""
+        """Maps and trigger programs, in the style of the paper's listings: each statement factorized
+        (simplify.factorize). The SQL runs its expanded monomials, one SELECT each: a join with a
+        union of a map and the batch would read the whole map where a monomial looks it up."""
         lines = []
         for m in self.maps:
             lines.append(f"{m.name}[{', '.join(m.keys)}] := {show(m.query)}")
@@ -58,7 +65,7 @@ class Compiled:
             lines.append(f"    why: {m.why}{reused}")
         for rel, stmts in sorted(self.triggers.items()):
             lines.append(f"ON UPDATE {rel} BY Δ{rel}:")
-            lines += [f"  {name} += {show(e)}" for name, e in stmts]
+            lines += [f"  {name} += {show(factorize(e))}" for name, e in stmts]
         return "\n".join(lines)
 
 
@@ -98,12 +105,20 @@ def expand(q: Expr, group: tuple[str, ...] | None = None) -> list[Monomial]:
         return [(q.value, group, ())] if q.value else []
     if isinstance(q, Mul):
         out: list[Monomial] = [(Fraction(1), group, ())]
-        for f in q.factors:
-            out = [(c1 * c2, group, fs1 + fs2) for c1, _, fs1 in out for c2, _, fs2 in expand(f, group)]
+        for f in q.factors:  # outside any Sum, c * Sum[G](...) is a monomial grouped by G
+            out = [(c1 * c2, _group(group, g1, g2, q), fs1 + fs2) for c1, g1, fs1 in out for c2, g2, fs2 in expand(f, group)]
         return out
     if isinstance(q, Assign) and not is_lift(q):
         raise UnsupportedQuery("nested aggregates (assignments) in the viewlet transform")
     return [(Fraction(1), group, (q,))]
+
+
+def _group(outer, g1, g2, q: Expr):
+    if outer is not None or g2 is None or g1 == g2:
+        return outer if outer is not None else g1
+    if g1 is not None:
+        raise UnsupportedQuery(f"a product of sums with different group variables: {show(q)}")
+    return g2
 
 
 def is_lift(q: Expr) -> bool:
@@ -112,26 +127,52 @@ def is_lift(q: Expr) -> bool:
     return isinstance(q, Assign) and isinstance(q.q, Extern) and q.q.kind == "value"
 
 
+def canonical(query: Sum) -> tuple[Sum, dict[str, str]]:
+    """query with its variables renamed $0, $1, ... in order of first appearance (its group list as
+    a set), and that renaming: two definitions are the same map up to renaming iff their
+    canonical forms are equal."""
+    names = {v: f"${i}" for i, v in enumerate(variables(query))}
+    c = rename(query, names)
+    return Sum(tuple(sorted(c.group)), c.q), names
+
+
 class _Compiler:
-    def __init__(self):
+    def __init__(self, not_null: frozenset[str]):
         self.out = Compiled()
+        self.not_null = not_null
         self.by_definition: dict[Expr, str] = {}
+        self.by_canonical: dict[Sum, tuple[str, dict[str, str]]] = {}
 
     def materialize(self, query: Sum, why: str = "a query of the view") -> str:
-        """The name of the map for `query` (materialized once, with its triggers)."""
+        """The name of the map for `query`, whose keys are named exactly as query's group
+        (materialized once, with its triggers)."""
         if query in self.by_definition:
             name = self.by_definition[query]
             self.out.map(name).uses.append(why)
             return name
         name = f"M{len(self.out.maps) + 1}"
         self.by_definition[query] = name
+        form, names = canonical(query)
+        self.by_canonical.setdefault(form, (name, names))
         self.out.maps.append(MapDef(name, query.group, query, why))
         for rel in sorted(relations(query)):
-            d = simplify(delta(query, rel))
+            d = simplify(delta(query, rel), self.not_null)
             terms = [self._monomial(c, g, fs, query.group, f"Δ{rel} of {name}") for c, g, fs in expand(d)]
-            increment = simplify(add(*terms))
+            increment = simplify(add(*terms), self.not_null)
             self.out.triggers.setdefault(rel, []).append((name, increment))
         return name
+
+    def read(self, query: Sum, why: str) -> Rel:
+        """An atom that reads `query` from a map: an existing map equal to it up to renaming (its
+        keys named in query's variables), or a new one."""
+        form, names = canonical(query)
+        found = self.by_canonical.get(form)
+        if found is None:
+            return Rel(self.materialize(query, why), query.group)
+        name, stored = found
+        self.out.map(name).uses.append(why)
+        back = {c: v for v, c in names.items()}
+        return Rel(name, tuple(back[stored[k]] for k in self.out.map(name).keys))
 
     def _monomial(self, coef: Fraction, group, factors: tuple[Expr, ...], keys: tuple[str, ...], of: str) -> Expr:
         base = [f for f in factors if isinstance(f, Rel)]
@@ -150,7 +191,7 @@ class _Compiler:
             needed = tuple(sorted(part_vars & outside))
             split = f", part {parts.index(part) + 1} of {len(parts)} (query decomposition)" if len(parts) > 1 else ""
             why = f"for {of}{split}"
-            atoms.append(Rel(self.materialize(Sum(needed, mul(*part)), why), needed))
+            atoms.append(self.read(Sum(needed, mul(*part)), why))
         return mul(Const(coef), Sum(group or (), mul(*deltas, *atoms, *rest)))
 
 
@@ -171,15 +212,19 @@ def _components(factors: list[Expr]) -> list[list[Expr]]:
     return sorted((sorted(p[1], key=lambda f: order[id(f)]) for p in parts), key=lambda p: order[id(p[0])])
 
 
-def compile_queries(queries: dict[str, Sum]) -> Compiled:
+def compile_queries(queries: dict[str, Sum], not_null: frozenset[str] = frozenset()) -> Compiled:
     """Maps and trigger programs for top-level Sum queries (a view's maps: its COUNT and each SUM),
-    compiled together so that they share the maps of their deltas; `top` names each one's map."""
-    c = _Compiler()
+    compiled together so that they share the maps of their deltas; `top` names each one's map.
+    `not_null`: variables that never hold NULL (simplify.py needs no guard for their equalities)."""
+    c = _Compiler(not_null)
     for name, query in queries.items():
+        simple = simplify(query, not_null)
+        if isinstance(simple, Sum) and simple.group == query.group:  # its keys stay those the view reads
+            query = simple
         c.out.top[name] = c.materialize(query, f"the view's {name} map")
     return c.out
 
 
-def compile_query(query: Sum) -> Compiled:
+def compile_query(query: Sum, not_null: frozenset[str] = frozenset()) -> Compiled:
     """Maps and trigger programs for one top-level Sum query."""
-    return compile_queries({"query": query})
+    return compile_queries({"query": query}, not_null)
