@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +21,7 @@ from .introspect.provider import PostgresSchema
 from .dsn import resolve_dsn, sqlalchemy_url
 from .errors import DatabaseUnavailable, IdivmError, UnknownObject, first_line
 from .frontend.build_plan import compile_view_sql, parse_one
-from .engines.postgres.executor import LOCK_CLASS, MaintenanceReport, Stale, maintain_view, run_maintenance
+from .engines.postgres.executor import LOCK_CLASS, MaintenanceReport, Stale, maintain_view, run_maintenance, stored_script
 from .operate.dependencies import dependency_order, dependents, edges
 from .operate.explain import explain_unminimized, explain_view
 from .operate.policy import DEFAULT, Policy, notify_threshold, policy_of
@@ -163,7 +164,8 @@ class Engine:
                 rows = catalog.all_views(conn)
         return [(r.id, display_name(r.schema_name, r.view_name)) for r in rows]
 
-    def maintain(self, *names: str, keep_going: bool | None = None) -> list[MaintenanceReport] | MaintenanceReport:
+    def maintain(self, *names: str, keep_going: bool | None = None,
+                 engine: str | None = None) -> list[MaintenanceReport] | MaintenanceReport:
         """Bring the named views (all if none) up to date; one transaction per view, a view after the
         maintained views it reads (so a change reaches the top of a chain in one call).
 
@@ -171,7 +173,11 @@ class Engine:
         views, as `idivm maintain` always does) a view that fails is rolled back and reported
         (report.failed names the cause in one line) and the others go on; without it (the default
         for named views) the first failure is raised. A database that cannot be reached is always
-        raised."""
+        raised.
+
+        `engine` computes the diffs: "postgres" (the default), or "spark" (docs/spark.md); the
+        environment variable IDIVM_ENGINE sets the default. Every report names the engine it used."""
+        script = self._script(engine)
         views = dict(self._view_names(names))
         if keep_going is None:
             keep_going = not names
@@ -180,7 +186,7 @@ class Engine:
         reports = []
         for vid in order:
             try:
-                reports.append(maintain_view(self.sa, vid, views[vid]))
+                reports.append(maintain_view(self.sa, vid, views[vid], script=script))
             except DatabaseUnavailable:
                 raise
             except Stale as e:
@@ -193,6 +199,20 @@ class Engine:
                 cause = first_line(e.orig) if isinstance(e, sa.exc.DBAPIError) else first_line(e)
                 reports.append(MaintenanceReport(view=views[vid], failed=cause))
         return reports[0] if len(names) == 1 else reports
+
+    def _script(self, engine: str | None):
+        """The maintenance script provider of an engine (engines/postgres/executor.py)."""
+        engine = engine or os.environ.get("IDIVM_ENGINE") or "postgres"
+        if engine == "postgres":
+            return stored_script
+        if engine == "spark":
+            from .engines.spark.executor import spark_script
+            from .engines.spark.settings import SparkSettings
+
+            settings = SparkSettings.from_env(self.dsn)
+            settings.check()
+            return spark_script(settings)
+        raise IdivmError(f"unknown engine {engine!r}: choose postgres or spark")
 
     def verify(self, name: str) -> VerifyResult:
         """Maintain, then compare the view with its recomputed query in the same snapshot."""

@@ -63,11 +63,13 @@ def register_view(
 
 
 @app.command()
-def maintain(names: List[str] = typer.Argument(None, help="views to maintain (default: all)")):
+def maintain(names: List[str] = typer.Argument(None, help="views to maintain (default: all)"),
+             engine: str = typer.Option(None, "--engine", help="where the diffs are computed: postgres (default) or "
+                                        "spark (docs/spark.md); default from IDIVM_ENGINE")):
     """Apply the changes logged since the last maintenance (one transaction per view, each view on its
     own: one that fails is rolled back and reported, the others go on). Exit status 1 if any view
     failed."""
-    reports = _engine().maintain(*(names or []), keep_going=True)
+    reports = _engine().maintain(*(names or []), keep_going=True, engine=engine)
     reports = reports if isinstance(reports, list) else [reports]
     for r in reports:
         out.print(str(r), markup=False, highlight=False)

@@ -25,6 +25,8 @@ def test_every_command(fresh_db, db, tmp_path):
     db.execute("UPDATE parts SET price = 11 WHERE pid = 1")
     r = cli(fresh_db, "list")
     assert r.returncode == 0 and "public.cheap" in r.stdout and "never" in r.stdout
+    r = cli(fresh_db, "maintain", "--engine", "spork")
+    assert r.returncode != 0 and "unknown engine 'spork': choose postgres or spark" in r.stderr + r.stdout
     r = cli(fresh_db, "maintain")
     assert r.returncode == 0 and "public.cheap: 1 effective changes" in r.stdout
     r = cli(fresh_db, "verify", "cheap")

@@ -44,6 +44,9 @@ class MaintenanceReport:
     # seconds spent building the i-diff instances, maintaining the intermediate cache, and the view
     breakdown: dict[str, float] = field(default_factory=lambda: {"i-diffs": 0.0, "cache": 0.0, "view": 0.0})
 
+    engine: str = "postgres"  # the engine that computed the diffs (DESIGN: a run names the engine it used)
+    offloaded: int = 0  # statements whose diffs another engine computed (the Spark engine)
+
     skipped: str | None = None  # why the view was not maintained (maintaining all views skips stale ones)
     failed: str | None = None  # why its maintenance failed (rolled back; maintaining several views goes on)
 
@@ -52,8 +55,9 @@ class MaintenanceReport:
             return f"{self.view}: FAILED: {self.failed}"
         if self.skipped:
             return f"{self.view}: skipped: {self.skipped}"
+        on = f" on {self.engine} ({self.offloaded} diff sources computed there)" if self.engine != "postgres" else ""
         return (f"{self.view}: {self.changes} effective changes, {self.statements} statements, "
-                f"{self.rows_affected} view rows touched in {self.seconds * 1000:.1f} ms")
+                f"{self.rows_affected} view rows touched in {self.seconds * 1000:.1f} ms{on}")
 
 
 class Busy(IdivmError):
@@ -65,15 +69,32 @@ class Stale(IdivmError):
     applies; `idivm refresh` rebuilds it."""
 
 
+@dataclass
+class Statement:
+    """One statement of a maintenance script: its text, the captured table whose i-diff drives it
+    (None: always run) and what it maintains (a MaintenanceReport.breakdown key)."""
+
+    sql: str
+    driven_by: int | None
+    role: str
+
+
+def stored_script(conn: Connection, view_id: int, changed: dict[int, int], report: MaintenanceReport) -> list:
+    """The statements stored at registration (this engine's own script)."""
+    return catalog.statements(conn, view_id)
+
+
 def maintain_view(engine: Engine, view_id: int, name: str,
                   before_commit: Callable[[Connection], None] | None = None, wait: bool = True,
                   on_connection: Callable[[object], None] | None = None,
-                  is_failure: Callable[[BaseException], bool] | None = None) -> MaintenanceReport:
+                  is_failure: Callable[[BaseException], bool] | None = None, script=stored_script) -> MaintenanceReport:
     """Maintain one view (see the module docstring). wait=False raises Busy instead of queueing behind
     another maintainer; on_connection receives the DBAPI connection of the maintenance transaction (the
     scheduler cancels its query on shutdown). A failure is recorded in the view's catalog row
     (consecutive_failures, last_error) unless is_failure says it was none (the scheduler's own
-    cancellation at shutdown) or the database connection itself was lost."""
+    cancellation at shutdown) or the database connection itself was lost. `script(conn, view_id,
+    changed, report)` gives the statements to run once the i-diff instances exist (another engine
+    computes some of their sources there, in the same transaction)."""
     report = MaintenanceReport(view=name)
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as lock_conn:
         lock = "pg_advisory_lock" if wait else "pg_try_advisory_lock"
@@ -86,7 +107,7 @@ def maintain_view(engine: Engine, view_id: int, name: str,
                     on_connection(conn.connection.driver_connection)
                 try:
                     with conn.begin():
-                        inputs = run_maintenance(conn, view_id, report, before_commit)
+                        inputs = run_maintenance(conn, view_id, report, before_commit, script)
                 except BaseException as e:
                     forget_instances(conn)  # a rolled-back transaction may have created session tables
                     if is_failure is None or is_failure(e):
@@ -128,7 +149,8 @@ TRANSACTION_SETTINGS = (
 )
 
 
-def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, before_commit) -> list[sa.Row]:
+def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, before_commit,
+                    script=stored_script) -> list[sa.Row]:
     """The maintenance transaction's work, in a transaction the caller opened (REPEATABLE READ, its
     snapshot taken after any locks the caller needs); returns the view's inputs (for pruning)."""
     started = time.perf_counter()
@@ -157,7 +179,7 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
         report.changes += n
     report.breakdown["i-diffs"] = time.perf_counter() - started
     if report.changes:
-        for st in catalog.statements(conn, view_id):
+        for st in script(conn, view_id, changed, report):
             if st.driven_by is not None and not changed.get(st.driven_by):
                 continue  # its driving i-diff is empty: it would change nothing
             t0 = time.perf_counter()

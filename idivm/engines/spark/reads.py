@@ -1,0 +1,69 @@
+"""Reading PostgreSQL from Spark inside the maintenance transaction's snapshot, and only there.
+
+The maintenance transaction exports its snapshot (pg_export_snapshot); every JDBC connection
+Spark opens imports it before reading (sessionInitStatement: BEGIN ISOLATION LEVEL REPEATABLE
+READ; SET TRANSACTION SNAPSHOT ...). Two ways that can silently fail are closed:
+
+- with autocommit on, PostgreSQL ignores SET TRANSACTION outside a transaction block: the init
+  statement opens the block itself, and fetchsize > 0 keeps the driver from committing;
+- a read that did not import the snapshot (a driver, a pool or a Spark version that skips the init
+  statement) would see newer data: every row carries the reading transaction's
+  pg_current_snapshot(), and Spark raises (assert_true) on any row read under another snapshot.
+
+Only types that Spark and JDBC carry exactly are read (EXACT_TYPES); anything else is refused by
+name: an unconstrained numeric, for one, arrives as decimal(38,18) and would lose digits.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ...errors import UnsupportedQuery
+from ...sqltext import string_literal
+from .settings import SparkSettings
+
+SNAPSHOT_COLUMN = "__idivm_snapshot"
+EXACT_TYPES = re.compile(r"^(smallint|integer|bigint|real|double precision|text|boolean|date|numeric\(\d+,\d+\)"
+                         r"|character varying(\(\d+\))?|character\(\d+\))$")
+
+
+def check_types(where: str, columns) -> None:
+    """Refuse, naming it, the first column whose type Spark would not carry exactly."""
+    for name, sql_type in columns:
+        if not EXACT_TYPES.match(sql_type):
+            raise UnsupportedQuery(
+                f"the Spark engine cannot read {where}.{name} of type {sql_type} exactly (it reads integers, "
+                "numeric with a declared precision and scale, floating point, text, boolean and date); "
+                "maintain this view with --engine postgres")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """An exported snapshot: its identifier (for SET TRANSACTION SNAPSHOT) and its pg_snapshot text
+    (what pg_current_snapshot() says inside a transaction that imported it)."""
+
+    exported: str
+    text: str
+
+
+def export(cursor) -> Snapshot:
+    """Export the snapshot of the (REPEATABLE READ) transaction `cursor` runs in."""
+    exported, text = cursor.execute("SELECT pg_export_snapshot(), CAST(pg_current_snapshot() AS text)").fetchone()
+    return Snapshot(exported, text)
+
+
+def read(spark, settings: SparkSettings, query: str, snapshot: Snapshot, name: str):
+    """A temp view `name` of `query`'s rows as of `snapshot` (checked on every row)."""
+    checked = f"SELECT q.*, CAST(pg_current_snapshot() AS text) AS {SNAPSHOT_COLUMN} FROM ({query}) AS q"
+    raw = (spark.read.format("jdbc").option("url", settings.jdbc_url).option("driver", "org.postgresql.Driver")
+           .option("query", checked).option("fetchsize", "10000")
+           .option("sessionInitStatement", "BEGIN ISOLATION LEVEL REPEATABLE READ; SET TRANSACTION SNAPSHOT "
+                   + string_literal(snapshot.exported))
+           .load())
+    columns = [c for c in raw.columns if c != SNAPSHOT_COLUMN]
+    message = "idivm: a Spark read ran outside the maintenance transaction's snapshot"
+    from pyspark.sql import functions as F
+
+    df = raw.where(F.assert_true(F.col(SNAPSHOT_COLUMN) == F.lit(snapshot.text), F.lit(message)).isNull())
+    df.select(*columns).createOrReplaceTempView(name)
+    return df

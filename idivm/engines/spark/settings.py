@@ -1,0 +1,65 @@
+"""Where Spark runs and how its executors reach PostgreSQL (docs/spark.md, "Configuration").
+
+Every setting has an environment variable; the CLI and the API pass explicit values over them:
+
+- IDIVM_SPARK_MASTER: the master URL (default local[*]: every core of this machine; any URL Spark
+  takes: spark://, yarn, k8s://);
+- IDIVM_SPARK_JDBC_JAR: the PostgreSQL JDBC driver's jar (default Debian's, from
+  libpostgresql-jdbc-java: no jar is downloaded at run time);
+- IDIVM_SPARK_JDBC_URL: the database as Spark's executors must see it (default: idivm's own DSN as
+  a JDBC URL; on a cluster the executors may need another host name);
+- IDIVM_SPARK_CONF: extra Spark settings, "key=value" pairs separated by spaces.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from dataclasses import dataclass, field
+from urllib.parse import quote
+
+from psycopg.conninfo import conninfo_to_dict
+
+from ...errors import IdivmError
+
+DEFAULT_JAR = "/usr/share/java/postgresql.jar"
+INSTALL = "pip install 'idivm[spark]'"
+INSTALL_JAR = "apt-get install libpostgresql-jdbc-java (Debian, Ubuntu), or set IDIVM_SPARK_JDBC_JAR to the jar's path"
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    master: str = "local[*]"
+    jar: str = DEFAULT_JAR
+    jdbc_url: str = ""
+    conf: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_env(cls, dsn: str, master: str | None = None, jar: str | None = None) -> "SparkSettings":
+        conf = dict(pair.split("=", 1) for pair in os.environ.get("IDIVM_SPARK_CONF", "").split() if "=" in pair)
+        return cls(master=master or os.environ.get("IDIVM_SPARK_MASTER") or "local[*]",
+                   jar=jar or os.environ.get("IDIVM_SPARK_JDBC_JAR") or DEFAULT_JAR,
+                   jdbc_url=os.environ.get("IDIVM_SPARK_JDBC_URL") or jdbc_url(dsn), conf=conf)
+
+    def check(self) -> None:
+        """One line saying what is missing, and how to install it."""
+        if importlib.util.find_spec("pyspark") is None:
+            raise IdivmError(f"the Spark engine needs pyspark, which is not installed: {INSTALL}")
+        if not os.path.isfile(self.jar):
+            raise IdivmError(f"the Spark engine needs PostgreSQL's JDBC driver, and {self.jar} does not exist: "
+                             f"{INSTALL_JAR}")
+        if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+            raise IdivmError("the Spark engine needs Java (17 or later), and no java is on PATH and JAVA_HOME is unset")
+
+
+def jdbc_url(dsn: str) -> str:
+    """A libpq DSN as a JDBC URL (host, port, database, user, password, sslmode)."""
+    parts = conninfo_to_dict(dsn)
+    host = parts.get("host") or "localhost"
+    if host.startswith("/"):
+        raise IdivmError(f"the Spark engine reaches PostgreSQL over TCP, but the DSN names a socket directory "
+                         f"({host}); set IDIVM_SPARK_JDBC_URL, e.g. jdbc:postgresql://127.0.0.1:5432/db?user=...")
+    port = parts.get("port") or "5432"
+    params = [f"{k}={quote(str(parts[k]), safe='')}" for k in ("user", "password", "sslmode") if parts.get(k)]
+    return f"jdbc:postgresql://{host}:{port}/{quote(parts.get('dbname') or parts.get('user') or 'postgres', safe='')}" + (
+        "?" + "&".join(params) if params else "")

@@ -1,0 +1,52 @@
+"""Program trees as Spark SQL, through sqlglot's Spark dialect, with a checked list of what is
+allowed: constructs whose meaning is the same in Spark and in PostgreSQL (FAITHFUL). Anything
+else is refused by name before Spark runs, never converted into something that computes a
+different value: `/` divides integers exactly in PostgreSQL and into a double in Spark;
+CAST(x AS numeric) has no precision in PostgreSQL and DECIMAL(10,0) in Spark; array_agg(x ORDER
+BY ...) loses its ORDER BY; casts to text print numbers differently."""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from ...errors import UnsupportedQuery
+from ...program import relations as R
+
+FAITHFUL = (
+    exp.Select, exp.From, exp.Join, exp.Where, exp.Group, exp.Having, exp.Subquery, exp.Union, exp.Table,
+    exp.TableAlias, exp.Identifier, exp.Column, exp.Alias, exp.Star, exp.Literal, exp.Null, exp.Boolean,
+    exp.Paren, exp.And, exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.Is,
+    exp.NullSafeEQ, exp.NullSafeNEQ, exp.In, exp.Between, exp.Exists, exp.Coalesce, exp.Case, exp.If,
+    exp.Add, exp.Sub, exp.Mul, exp.Mod, exp.Neg, exp.Count, exp.Sum, exp.Min, exp.Max, exp.Distinct, exp.Tuple,
+    exp.DataType, exp.Cast, exp.Nullif,
+)
+EXACT_CASTS = {exp.DataType.Type.INT, exp.DataType.Type.BIGINT, exp.DataType.Type.SMALLINT,
+               exp.DataType.Type.BOOLEAN, exp.DataType.Type.DATE, exp.DataType.Type.DOUBLE}
+
+
+def _check(tree: exp.Expression) -> None:
+    for node in tree.walk():
+        if not isinstance(node, FAITHFUL):
+            raise UnsupportedQuery(f"the Spark engine cannot compute {node.sql('postgres')[:80]} exactly as "
+                                   "PostgreSQL does; maintain this view with --engine postgres")
+        if isinstance(node, exp.Cast):
+            to = node.to
+            exact = to.this in EXACT_CASTS or (to.this == exp.DataType.Type.DECIMAL and len(to.expressions) == 2)
+            if not exact:
+                raise UnsupportedQuery(f"the Spark engine cannot compute {node.sql('postgres')} exactly as PostgreSQL "
+                                       "does; maintain this view with --engine postgres")
+
+
+def view_name(rel: R.Relation) -> str:
+    """The Spark temp view an abstract relation is read from."""
+    if rel.kind == R.DELTA:
+        return f"idivm_delta_{int(rel.name)}"
+    if rel.kind == R.BASE:
+        return "idivm_base_" + "".join(c if c.isalnum() else f"_{ord(c):x}_" for c in f"{rel.schema}.{rel.name}")
+    raise UnsupportedQuery(f"the Spark engine does not read {rel.label()}")
+
+
+def spark_sql(tree: exp.Expression) -> str:
+    """A program tree over Δ instances and base tables as Spark SQL (after the faithfulness check)."""
+    bound = R.bind_relations(tree, lambda rel: exp.to_table(view_name(rel)))
+    _check(bound)
+    return bound.sql("spark")
