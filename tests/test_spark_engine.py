@@ -148,3 +148,13 @@ def test_missing_pieces_are_named_with_how_to_install_them():
         SparkSettings(jar="/nonexistent/postgresql.jar").check()
     assert SparkSettings.from_env("postgresql://u:p%40ss@db.example:6543/shop").jdbc_url == \
         "jdbc:postgresql://db.example:6543/shop?user=u&password=p%40ss"
+
+
+def test_columns_a_view_does_not_read_are_neither_read_nor_checked(engine, shop):
+    shop.execute("CREATE TABLE notes (k int PRIMARY KEY, body jsonb, n int)")
+    sql = "SELECT notes.k, notes.n, parts.price FROM notes JOIN parts ON parts.pid = notes.k"
+    engine.register_view("noted", sql)
+    shop.execute("""INSERT INTO notes VALUES (1, '{"a": 1}', 5), (2, NULL, 6)""")
+    report = engine.maintain("noted", engine="spark")
+    assert report.offloaded > 0
+    assert_equal_multiset(shop, "noted", sql, ["k", "n", "price"])

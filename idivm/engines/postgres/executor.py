@@ -95,7 +95,7 @@ def maintain_view(engine: Engine, view_id: int, name: str,
     cancellation at shutdown) or the database connection itself was lost. `script(conn, view_id,
     changed, report)` gives the statements to run once the i-diff instances exist (another engine
     computes some of their sources there, in the same transaction)."""
-    report = MaintenanceReport(view=name)
+    report = MaintenanceReport(view=name, engine=getattr(script, "engine", "postgres"))
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as lock_conn:
         lock = "pg_advisory_lock" if wait else "pg_try_advisory_lock"
         got = lock_conn.execute(sa.text(f"SELECT {lock}(:c, :v)"), {"c": LOCK_CLASS, "v": view_id}).scalar()

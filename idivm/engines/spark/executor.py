@@ -31,7 +31,7 @@ from ...program import relations as R
 from ...program.serialize import from_json
 from ...program.steps import InsertRows, Step
 from ...program.trees import select
-from ...sqltext import qualified, run
+from ...sqltext import ident, qualified, run
 from ..postgres.executor import MaintenanceReport, Statement
 from ..postgres.render import render_step, sql as pg_sql
 from .reads import check_types, export, read
@@ -51,6 +51,32 @@ def _relations(tree: exp.Expression) -> list[R.Relation]:
     return out
 
 
+def _needed(work: list[InsertRows]) -> dict[R.Relation, set[str] | None]:
+    """Per relation the steps read, the columns they name (None: all of them, where a column is
+    not qualified by a relation's alias or a star reads every column)."""
+    out: dict[R.Relation, set[str] | None] = {}
+    for st in work:
+        aliases: dict[str, R.Relation] = {}
+        for node in st.source.find_all(exp.Table):
+            rel = R.relation_of(node)
+            if rel is not None:
+                aliases[node.alias_or_name] = rel
+                out.setdefault(rel, set())
+        everything = any(isinstance(s, exp.Star) and not isinstance(s.parent, exp.Count)
+                         for s in st.source.find_all(exp.Star))
+        for c in st.source.find_all(exp.Column):
+            rel = aliases.get(c.table)
+            if rel is None or everything:
+                everything = everything or not c.table
+                continue
+            if out[rel] is not None:
+                out[rel].add(c.name)
+        if everything:
+            for rel in aliases.values():
+                out[rel] = None
+    return out
+
+
 def offloadable(step: Step) -> bool:
     """A step whose rows Spark computes: an insert from i-diffs and base tables alone."""
     if not isinstance(step, InsertRows):
@@ -63,7 +89,6 @@ def spark_script(settings: SparkSettings):
     """A script provider for maintain_view (engines/postgres/executor.py) that computes the
     offloadable steps' rows on Spark."""
     def script(conn: Connection, view_id: int, changed: dict[int, int], report: MaintenanceReport) -> list[Statement]:
-        report.engine = ENGINE
         text = catalog.program_of(conn, view_id)
         if text is None:
             raise IdivmError(f"view {report.view} was registered before idivm stored Δ-programs; run "
@@ -77,6 +102,7 @@ def spark_script(settings: SparkSettings):
             report.offloaded = len(work)
         return [Statement(render_step(replaced.get(id(st), st)), st.driven_by, st.role) for st in steps]
 
+    script.engine = ENGINE  # the report names it even when nothing changed
     return script
 
 
@@ -88,17 +114,21 @@ def _compute(conn: Connection, view_id: int, work: list[InsertRows], settings: S
     cur = conn.connection.driver_connection.cursor()
     snapshot = export(cur)
     spark = spark_session(settings)
-    for rel in {r for st in work for r in _relations(st.source)}:
+    for rel, names in _needed(work).items():
         t = inputs[int(rel.name)] if rel.kind == R.DELTA else by_name.get((rel.schema, rel.name))
         if t is None:
             raise IdivmError(f"the Spark engine reads only the view's captured tables, not {rel.label()}")
         info = table_info(t.schema_name, t.table_name, t.columns)
-        check_types(display_name(t.schema_name, t.table_name), info.columns)
-        if rel.kind == R.DELTA:
-            query = fold_select(info, log_images(t.log_table, catalog.unconsumed("l", view_id)))
-        else:
-            query = f"SELECT * FROM {info.qualified}"
-        read(spark, settings, query, snapshot, view_name(rel))
+        if rel.kind == R.DELTA:  # only the images of the columns the steps read, and the change kind
+            images = [c for c in info.column_names if names is None or {R.pre(c), R.post(c)} & names]
+            columns = [R.KIND_COLUMN] + [i(c) for c in images for i in (R.pre, R.post)]
+            source = f"({fold_select(info, log_images(t.log_table, catalog.unconsumed('l', view_id)))}) AS t"
+        else:  # the columns the steps read (a row's presence alone still counts: NULL stands for none)
+            images = columns = [c for c in info.column_names if names is None or c in names]
+            source = info.qualified
+        check_types(display_name(t.schema_name, t.table_name), [(c, info.type_of(c)) for c in images])
+        read(spark, settings, f"SELECT {', '.join(ident(c) for c in columns) or 'NULL'} FROM {source}", snapshot,
+             view_name(rel))
     out: dict[int, Step] = {}
     for k, st in enumerate(work):
         staged = f"idivm_staged_{k}"

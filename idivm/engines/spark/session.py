@@ -29,7 +29,8 @@ def spark_session(settings: SparkSettings):
                    .config("spark.ui.showConsoleProgress", "false")
                    .config("spark.sql.shuffle.partitions", "4")
                    .config("spark.sql.session.timeZone", "UTC")
-                   .config("spark.sql.caseSensitive", "true"))  # PostgreSQL names are case-sensitive when quoted
+                   .config("spark.sql.caseSensitive", "true")  # PostgreSQL names are case-sensitive when quoted
+                   .config("spark.sql.ansi.enabled", "true"))  # overflow raises, as in PostgreSQL, instead of wrapping
         for key, value in settings.conf.items():
             builder = builder.config(key, value)
         _session = builder.getOrCreate()

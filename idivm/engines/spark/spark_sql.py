@@ -16,7 +16,7 @@ FAITHFUL = (
     exp.TableAlias, exp.Identifier, exp.Column, exp.Alias, exp.Star, exp.Literal, exp.Null, exp.Boolean,
     exp.Paren, exp.And, exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.Is,
     exp.NullSafeEQ, exp.NullSafeNEQ, exp.In, exp.Between, exp.Exists, exp.Coalesce, exp.Case, exp.If,
-    exp.Add, exp.Sub, exp.Mul, exp.Mod, exp.Neg, exp.Count, exp.Sum, exp.Min, exp.Max, exp.Distinct, exp.Tuple,
+    exp.Add, exp.Sub, exp.Mul, exp.Mod, exp.Neg, exp.Abs, exp.Count, exp.Sum, exp.Min, exp.Max, exp.Distinct, exp.Tuple,
     exp.DataType, exp.Cast, exp.Nullif,
 )
 EXACT_CASTS = {exp.DataType.Type.INT, exp.DataType.Type.BIGINT, exp.DataType.Type.SMALLINT,
