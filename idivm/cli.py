@@ -240,6 +240,7 @@ BENCHMARKS = {  # `idivm bench NAME` runs idivm.bench.NAME.main with the argumen
     "social": "Figures 9-10: eight social-analytics views, ID- vs tuple-based",
     "load": "Writers for 60 s under the scheduler: lag percentiles",
     "higher-order": "The higher-order strategy vs id vs recomputation on Q3, Q4 and V'",
+    "spark": "The Spark engine vs the PostgreSQL engine maintaining V",
 }
 
 

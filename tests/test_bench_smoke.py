@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 
 def test_devices_benchmark_runs_and_verifies(server_dsn, tmp_path):
     from idivm.bench.devices import main
@@ -64,3 +66,20 @@ def test_higher_order_benchmark_runs_and_verifies(server_dsn, tmp_path):
     assert all(data["views_equal_recomputation"].values()) and len(data["views_equal_recomputation"]) == 2 * len(VIEWS)
     assert [(r["view"], r["batch"]) for r in data["results"]] == [(v, b) for v in VIEWS for b in (8, 40)]
     assert data["map_tables"] > 0 and (tmp_path / "higher_order.png").stat().st_size > 0
+
+
+def test_spark_benchmark_runs_and_verifies(server_dsn, tmp_path):
+    from idivm.engines.spark.settings import SparkSettings
+    from idivm.errors import IdivmError
+
+    try:
+        SparkSettings.from_env(server_dsn).check()
+    except IdivmError as missing:
+        pytest.skip(str(missing))
+    from idivm.bench.spark import main
+
+    out = tmp_path / "spark.json"
+    assert main(["--dsn", server_dsn, "--scale", "0.0005", "--batches", "20", "--rounds", "1", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["views_equal_recomputation"] == {"postgres": True, "spark": True}
+    assert data["results"][0]["spark_part"]["median"] > 0 and (tmp_path / "spark.png").stat().st_size > 0

@@ -3,7 +3,8 @@ equal their queries and the views PostgreSQL maintains, after random write strea
 inside the maintenance snapshot; what Spark cannot compute exactly is refused by name.
 
 Needs pyspark, Java and the PostgreSQL JDBC jar (the README's test command installs them); the
-module is skipped, saying which is missing, where they are not."""
+module is skipped, saying which is missing, where they are not. Every test uses the default
+settings (local[*]: both cores of the CI machine), so the process starts one Spark session."""
 from __future__ import annotations
 
 import random
@@ -61,8 +62,7 @@ def _writes(db, rng: random.Random) -> None:
                 db.execute("INSERT INTO devices VALUES (%s, 'phone') ON CONFLICT DO NOTHING", (rng.randint(1, 22),))
 
 
-def test_views_maintained_on_spark_equal_their_queries_and_postgres(engine, shop, monkeypatch):
-    monkeypatch.setenv("IDIVM_SPARK_MASTER", "local[2]")
+def test_views_maintained_on_spark_equal_their_queries_and_postgres(engine, shop):
     for name, (sql, _) in VIEWS.items():
         engine.register_view(f"{name}_spark", sql)
         engine.register_view(f"{name}_pg", sql)
@@ -78,6 +78,9 @@ def test_views_maintained_on_spark_equal_their_queries_and_postgres(engine, shop
             assert_equal_multiset(shop, f"{name}_spark", sql, cols)
             assert_equal_multiset(shop, f"{name}_pg", sql, cols)
     assert offloaded > 0  # Spark did compute diffs: this is not the PostgreSQL engine under another name
+    text = engine.explain("spj_spark")
+    assert "under --engine spark (docs/spark.md), Spark computes:" in text and "computed on Spark" in text
+    assert "FROM idivm_delta_" in text or "JOIN idivm_delta_" in text  # Spark SQL reads the batch from its temp view
 
 
 def test_spark_reads_only_the_maintenance_snapshot(engine, shop, monkeypatch):
@@ -115,7 +118,7 @@ def test_a_read_outside_the_snapshot_is_refused(engine, shop):
     from idivm.engines.spark.reads import Snapshot, export, read
     from idivm.engines.spark.session import spark_session
 
-    settings = SparkSettings.from_env(engine.dsn, master="local[2]")
+    settings = SparkSettings.from_env(engine.dsn)
     spark = spark_session(settings)
     with psycopg.connect(engine.dsn) as conn:
         conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
@@ -158,3 +161,38 @@ def test_columns_a_view_does_not_read_are_neither_read_nor_checked(engine, shop)
     report = engine.maintain("noted", engine="spark")
     assert report.offloaded > 0
     assert_equal_multiset(shop, "noted", sql, ["k", "n", "price"])
+
+
+def test_small_batches_read_only_the_base_rows_they_can_join(engine, shop, monkeypatch):
+    """A base table joined to the batch by an equality is read only at the batch's values (pushed
+    to PostgreSQL), and the view is still exact."""
+    from idivm.engines.spark import executor
+
+    sql, cols = VIEWS["spj"]
+    engine.register_view("v", sql)
+    queries = []
+    real_read = executor.read
+
+    def recording_read(spark, settings, query, snapshot, name):
+        queries.append(query)
+        return real_read(spark, settings, query, snapshot, name)
+
+    monkeypatch.setattr(executor, "read", recording_read)
+    shop.execute("UPDATE parts SET price = price + 1 WHERE pid IN (3, 4)")
+    shop.execute("INSERT INTO devices_parts VALUES (1, 29) ON CONFLICT DO NOTHING")
+    assert engine.maintain("v", engine="spark").offloaded > 0
+    assert any("= ANY(" in q for q in queries), queries
+    assert_equal_multiset(shop, "v", sql, cols)
+
+
+def test_a_column_named_like_a_program_alias_keeps_its_meaning(engine, shop):
+    """Spark reads `d.x` as field x of a column d when one is in scope; the program's aliases are
+    renamed so that a base table's column d cannot capture the batch's alias d."""
+    shop.execute("CREATE TABLE a (k int PRIMARY KEY, x int)")
+    shop.execute("CREATE TABLE b (k int PRIMARY KEY, d int)")
+    shop.execute("INSERT INTO b SELECT g, g % 3 FROM generate_series(1, 9) g")
+    sql = "SELECT a.k, a.x FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.k = a.x AND b.d = 1)"
+    engine.register_view("captured", sql)
+    shop.execute("INSERT INTO a SELECT g, g FROM generate_series(1, 9) g")
+    assert engine.maintain("captured", engine="spark").offloaded > 0
+    assert_equal_multiset(shop, "captured", sql, ["k", "x"])

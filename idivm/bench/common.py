@@ -7,6 +7,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -35,6 +36,14 @@ def scratch_database(dsn: str | None, keep: bool = False):
         if not keep:
             with psycopg.connect(server, autocommit=True) as c:
                 c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def timed_load(load, db, *args) -> dict:
+    """load(db, *args), saying on stderr what it loaded and how long it took; its table sizes."""
+    t0 = time.perf_counter()
+    sizes = load(db, *args)
+    print(f"loaded {sizes} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return sizes
 
 
 def summary(values: list[float]) -> dict:
@@ -91,6 +100,15 @@ def parser(doc: str, out: str) -> argparse.ArgumentParser:
     ap.add_argument("--dsn", default=None, help="server to create the benchmark database on (default: idivm's)")
     ap.add_argument("--out", default=out, help="JSON results (plots are written next to it)")
     ap.add_argument("--keep", action="store_true", help="keep the benchmark database")
+    return ap
+
+
+def batches_parser(doc: str, out: str, scale: float, scale_help: str, batches: str) -> argparse.ArgumentParser:
+    """parser() plus the options of the benchmarks that sweep batch sizes: --scale, --batches, --rounds."""
+    ap = parser(doc, out)
+    ap.add_argument("--scale", type=float, default=scale, help=scale_help)
+    ap.add_argument("--batches", default=batches, help="comma-separated changes per batch")
+    ap.add_argument("--rounds", type=int, default=3)
     return ap
 
 

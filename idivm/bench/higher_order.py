@@ -16,13 +16,12 @@ maintained view is verified against its query.
 from __future__ import annotations
 
 import random
-import sys
 import time
 
 import psycopg
 
 from .. import api
-from .common import machine, parser, print_table, pyplot, save, scratch_database, summary, timed_round, write_json
+from .common import batches_parser, machine, timed_load, print_table, pyplot, save, scratch_database, summary, timed_round, write_json
 
 VIEWS = {
     "Q3": "SELECT o.ok, o.odate, sum(l.price) AS revenue FROM customer c JOIN orders o ON o.ck = c.ck "
@@ -86,9 +85,7 @@ def run(dsn: str | None = None, scale: float = 0.1, batches: str = "100,10000", 
     started = time.perf_counter()
     with scratch_database(dsn, keep) as (bench_dsn, version):
         with psycopg.connect(bench_dsn, autocommit=True) as db:
-            t0 = time.perf_counter()
-            sizes = load(db, scale)
-            print(f"loaded {sizes} in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+            sizes = timed_load(load, db, scale)
             engine = api.connect(bench_dsn)
             names, registration = {}, {}
             for k, (label, sql) in enumerate(VIEWS.items()):
@@ -154,9 +151,5 @@ def plot(results: list[dict], batches: list[int], path: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = parser(__doc__, "bench-results/bench_higher_order.json")
-    ap.add_argument("--scale", type=float, default=0.1, help="1 = 10k customers, 100k orders, 100k parts")
-    ap.add_argument("--batches", default="100,10000", help="comma-separated changes per batch")
-    ap.add_argument("--rounds", type=int, default=3)
-    a = ap.parse_args(argv)
+    a = batches_parser(__doc__, "bench-results/bench_higher_order.json", 0.1, "1 = 10k customers, 100k orders, 100k parts", "100,10000").parse_args(argv)
     return run(a.dsn, a.scale, a.batches, a.rounds, a.out, a.keep)

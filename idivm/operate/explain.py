@@ -7,6 +7,7 @@ from sqlalchemy.engine import Connection
 
 from ..catalog import repository as catalog
 from ..engines.postgres.render import format_rendered, format_statements
+from ..engines.spark.executor import spark_plan
 from ..frontend.build_plan import ignored_clauses
 from ..names import display_name
 from ..program.printer import format_program
@@ -39,6 +40,8 @@ def explain_view(conn: Connection, row: sa.Row) -> str:
         parts.append("Δ-program:\n" + _indent(format_program(from_json(program))))
     script = format_statements((s.phase, s.purpose, s.sql) for s in stmts)
     parts.append("Δ-script (PostgreSQL):\n" + _indent(script))
+    if program is not None:  # step numbers as in the Δ-script above
+        parts.append("under --engine spark (docs/spark.md), Spark computes:\n" + _indent(spark_plan(from_json(program))))
     return "\n\n".join(parts)
 
 

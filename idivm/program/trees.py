@@ -43,6 +43,17 @@ def all_of(parts: list[exp.Expression]) -> exp.Expression:
     return out
 
 
+def conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
+    """The conjuncts of a condition, through parentheses ([] for none)."""
+    if e is None:
+        return []
+    if isinstance(e, exp.Paren):
+        return conjuncts(e.this)
+    if isinstance(e, exp.And):
+        return conjuncts(e.this) + conjuncts(e.expression)
+    return [e]
+
+
 def any_of(parts: list[exp.Expression]) -> exp.Expression:
     out: exp.Expression = paren(parts[0])
     for p in parts[1:]:

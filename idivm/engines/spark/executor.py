@@ -17,23 +17,25 @@ driver has the job's result.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
+from psycopg.sql import Literal
 from sqlalchemy.engine import Connection
 from sqlglot import exp
 
 from ...capture.fold import fold_select, log_images
 from ...catalog import repository as catalog
-from ...errors import IdivmError
+from ...errors import IdivmError, UnsupportedQuery
 from ...introspect.reflect import table_info
 from ...names import display_name
 from ...program import relations as R
 from ...program.serialize import from_json
 from ...program.steps import InsertRows, Step
-from ...program.trees import select
+from ...program.trees import conjuncts, select
 from ...sqltext import ident, qualified, run
 from ..postgres.executor import MaintenanceReport, Statement
-from ..postgres.render import render_step, sql as pg_sql
+from ..postgres.render import delta_table, render_step, sql as pg_sql
 from .reads import check_types, export, read
 from .session import spark_session
 from .settings import SparkSettings
@@ -53,27 +55,71 @@ def _relations(tree: exp.Expression) -> list[R.Relation]:
 
 def _needed(work: list[InsertRows]) -> dict[R.Relation, set[str] | None]:
     """Per relation the steps read, the columns they name (None: all of them, where a column is
-    not qualified by a relation's alias or a star reads every column)."""
+    not qualified by an alias, a star reads every column, or one alias names different relations
+    in different parts of a step, e.g. UNION branches)."""
     out: dict[R.Relation, set[str] | None] = {}
     for st in work:
-        aliases: dict[str, R.Relation] = {}
+        aliases: dict[str, set[R.Relation]] = {}
         for node in st.source.find_all(exp.Table):
             rel = R.relation_of(node)
             if rel is not None:
-                aliases[node.alias_or_name] = rel
+                aliases.setdefault(node.alias_or_name, set()).add(rel)
                 out.setdefault(rel, set())
         everything = any(isinstance(s, exp.Star) and not isinstance(s.parent, exp.Count)
                          for s in st.source.find_all(exp.Star))
         for c in st.source.find_all(exp.Column):
-            rel = aliases.get(c.table)
-            if rel is None or everything:
-                everything = everything or not c.table
-                continue
-            if out[rel] is not None:
-                out[rel].add(c.name)
+            rels = aliases.get(c.table, set())
+            everything = everything or not c.table
+            for rel in rels:
+                if len(rels) > 1:
+                    out[rel] = None
+                elif out[rel] is not None:
+                    out[rel].add(c.name)
         if everything:
-            for rel in aliases.values():
-                out[rel] = None
+            for rels in aliases.values():
+                for rel in rels:
+                    out[rel] = None
+    return out
+
+
+PUSHDOWN_LIMIT = 20_000  # at most this many distinct batch values are inlined into a base table's read
+
+
+def _pushdowns(work: list[InsertRows]) -> dict[R.Relation, list[tuple[str, int, str]]]:
+    """Per base relation that the steps read exactly once: the equalities `base column = Δ column`
+    among the conjuncts of the WHERE (or an inner join's ON) of the SELECT that reads it. Only the
+    base rows whose column holds one of the batch's values can satisfy such a conjunct, so Spark
+    need read no others: (base column, captured table, Δ column) each."""
+    reads: dict[R.Relation, int] = {}
+    for st in work:
+        for node in st.source.find_all(exp.Table):
+            rel = R.relation_of(node)
+            if rel is not None and rel.kind == R.BASE:
+                reads[rel] = reads.get(rel, 0) + 1
+    out: dict[R.Relation, list[tuple[str, int, str]]] = {}
+    for st in work:
+        aliases: dict[str, R.Relation] = {}
+        for node in st.source.find_all(exp.Table):
+            rel = R.relation_of(node)
+            if rel is not None and aliases.setdefault(node.alias_or_name, rel) != rel:
+                aliases = {}  # one alias for two relations: no pushdown in this step
+                break
+        for sel in st.source.find_all(exp.Select):
+            joins = sel.args.get("joins") or []
+            if any(j.args.get("side") for j in joins):  # an outer join keeps rows that match nothing
+                continue
+            here = {t.alias_or_name for t in [getattr(sel.args.get("from_"), "this", None)] + [j.this for j in joins]
+                    if isinstance(t, exp.Table)}
+            where = sel.args.get("where")
+            conds = conjuncts(where.this if where else None) + [c for j in joins for c in conjuncts(j.args.get("on"))]
+            for c in conds:
+                if not (isinstance(c, exp.EQ) and isinstance(c.this, exp.Column) and isinstance(c.expression, exp.Column)):
+                    continue
+                for b, d in ((c.this, c.expression), (c.expression, c.this)):
+                    base, delta = aliases.get(b.table), aliases.get(d.table)
+                    if (b.table in here and base is not None and base.kind == R.BASE and reads.get(base) == 1
+                            and delta is not None and delta.kind == R.DELTA):
+                        out.setdefault(base, []).append((b.name, int(delta.name), d.name))
     return out
 
 
@@ -83,6 +129,33 @@ def offloadable(step: Step) -> bool:
         return False
     kinds = {rel.kind for rel in _relations(step.source)}
     return R.DELTA in kinds and kinds <= {R.DELTA, R.BASE}
+
+
+def _key_filter(cur, equalities: list[tuple[str, int, str]]) -> str:
+    """WHERE column = ANY(the batch's values) for each equality whose batch holds few enough
+    distinct values (read from the transaction's own i-diff instance); '' if none qualifies."""
+    parts = []
+    for column, captured_id, delta_column in equalities:
+        values = [v for (v,) in cur.execute(
+            f"SELECT DISTINCT {ident(delta_column)} FROM {delta_table(captured_id)} WHERE {ident(delta_column)} IS NOT NULL "
+            f"LIMIT {PUSHDOWN_LIMIT + 1}").fetchall()]
+        if len(values) <= PUSHDOWN_LIMIT:
+            parts.append(f"{ident(column)} = ANY({Literal(values).as_string(cur)})" if values else "FALSE")
+    return f" WHERE {' AND '.join(parts)}" if parts else ""
+
+
+def spark_plan(program) -> str:
+    """What `--engine spark` computes on Spark, as explain prints it: each offloadable step's Spark
+    SQL, or why Spark refuses it (then maintenance on Spark fails with that line)."""
+    lines = []
+    for i, st in enumerate(program.ordered(), 1):
+        if not offloadable(st):
+            continue
+        try:
+            lines.append(f"-- [{i}] {st.purpose}: computed on Spark\n{spark_sql(st.source)}")
+        except UnsupportedQuery as e:
+            lines.append(f"-- [{i}] {st.purpose}: refused: {e}")
+    return "\n".join(lines) or "nothing: every step reads the view, a cache or a map, and runs in PostgreSQL"
 
 
 def spark_script(settings: SparkSettings):
@@ -98,8 +171,10 @@ def spark_script(settings: SparkSettings):
         work = [st for st in steps if offloadable(st) and (st.driven_by is None or changed.get(st.driven_by))]
         replaced: dict[int, Step] = {}
         if work:
+            started = time.perf_counter()
             replaced = _compute(conn, view_id, work, settings)
             report.offloaded = len(work)
+            report.breakdown["spark"] = time.perf_counter() - started  # reads, Spark's jobs, the copy back
         return [Statement(render_step(replaced.get(id(st), st)), st.driven_by, st.role) for st in steps]
 
     script.engine = ENGINE  # the report names it even when nothing changed
@@ -114,6 +189,7 @@ def _compute(conn: Connection, view_id: int, work: list[InsertRows], settings: S
     cur = conn.connection.driver_connection.cursor()
     snapshot = export(cur)
     spark = spark_session(settings)
+    pushdowns = _pushdowns(work)
     for rel, names in _needed(work).items():
         t = inputs[int(rel.name)] if rel.kind == R.DELTA else by_name.get((rel.schema, rel.name))
         if t is None:
@@ -125,7 +201,7 @@ def _compute(conn: Connection, view_id: int, work: list[InsertRows], settings: S
             source = f"({fold_select(info, log_images(t.log_table, catalog.unconsumed('l', view_id)))}) AS t"
         else:  # the columns the steps read (a row's presence alone still counts: NULL stands for none)
             images = columns = [c for c in info.column_names if names is None or c in names]
-            source = info.qualified
+            source = info.qualified + _key_filter(cur, pushdowns.get(rel, []))
         check_types(display_name(t.schema_name, t.table_name), [(c, info.type_of(c)) for c in images])
         read(spark, settings, f"SELECT {', '.join(ident(c) for c in columns) or 'NULL'} FROM {source}", snapshot,
              view_name(rel))

@@ -16,7 +16,8 @@ FAITHFUL = (
     exp.TableAlias, exp.Identifier, exp.Column, exp.Alias, exp.Star, exp.Literal, exp.Null, exp.Boolean,
     exp.Paren, exp.And, exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.Is,
     exp.NullSafeEQ, exp.NullSafeNEQ, exp.In, exp.Between, exp.Exists, exp.Coalesce, exp.Case, exp.If,
-    exp.Add, exp.Sub, exp.Mul, exp.Mod, exp.Neg, exp.Abs, exp.Count, exp.Sum, exp.Min, exp.Max, exp.Distinct, exp.Tuple,
+    exp.Add, exp.Sub, exp.Mul, exp.Mod, exp.Neg, exp.Abs, exp.Greatest, exp.Least,
+    exp.Count, exp.Sum, exp.Min, exp.Max, exp.Distinct, exp.Tuple,
     exp.DataType, exp.Cast, exp.Nullif,
 )
 EXACT_CASTS = {exp.DataType.Type.INT, exp.DataType.Type.BIGINT, exp.DataType.Type.SMALLINT,
@@ -45,8 +46,28 @@ def view_name(rel: R.Relation) -> str:
     raise UnsupportedQuery(f"the Spark engine does not read {rel.label()}")
 
 
+def _rename_aliases(tree: exp.Expression) -> exp.Expression:
+    """Every table and subquery alias renamed idivm_a<i> (the same name everywhere it is used).
+    Spark resolves `d.x` to field x of a column d when one is in scope, where PostgreSQL takes the
+    table alias d: a base table with a column named like an alias of the program would change
+    what a reference means."""
+    names: dict[str, str] = {}
+    for a in tree.find_all(exp.TableAlias):
+        if a.name and a.name not in names:
+            names[a.name] = f"idivm_a{len(names)}"
+
+    def put(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.TableAlias) and node.name in names:
+            node.set("this", exp.to_identifier(names[node.name]))
+        elif isinstance(node, exp.Column) and node.table in names:
+            node.set("table", exp.to_identifier(names[node.table]))
+        return node
+
+    return tree.transform(put, copy=False)
+
+
 def spark_sql(tree: exp.Expression) -> str:
     """A program tree over Δ instances and base tables as Spark SQL (after the faithfulness check)."""
     bound = R.bind_relations(tree, lambda rel: exp.to_table(view_name(rel)))
     _check(bound)
-    return bound.sql("spark")
+    return _rename_aliases(bound).sql("spark")

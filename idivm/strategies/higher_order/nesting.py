@@ -39,7 +39,7 @@ from sqlglot import exp
 from ...algebra.plan import SubqueryPredicate
 from ...calculus.expr import Expr, Rel, Sum, mul
 from ...program import relations as Rl
-from ...program.trees import alias, aliased, col, exists, select, subquery, union_all
+from ...program.trees import alias, aliased, col, conjuncts, exists, select, subquery, union_all
 from .scope import VAR, Scope, placeholder, refuse, relation_name_of, same, variable
 from .to_steps import VALUE
 
@@ -154,7 +154,7 @@ class NestingBuilder:
         columns (kept as SQL over INNER and VAR placeholders)."""
         inner: list[Expr] = []
         correlated: list[exp.Expression] = []
-        for c in _conjuncts(sq.where):
+        for c in conjuncts(sq.where):
             if all(col.table == sq.alias for col in c.find_all(exp.Column)):
                 inner.append(self.scope.condition(c))
             else:
@@ -195,16 +195,6 @@ class NestingBuilder:
             return agg(e)
         return e.transform(agg)
 
-
-
-def _conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
-    if e is None:
-        return []
-    if isinstance(e, exp.Paren):
-        return _conjuncts(e.this)
-    if isinstance(e, exp.And):
-        return _conjuncts(e.this) + _conjuncts(e.expression)
-    return [e]
 
 
 def _over(e: exp.Expression, outer: str, values: dict[str, exp.Expression], inner: str | None = None) -> exp.Expression:

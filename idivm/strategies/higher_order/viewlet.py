@@ -99,7 +99,7 @@ def expand(q: Expr, group: tuple[str, ...] | None = None) -> list[Monomial]:
         return [(-c, g, fs) for c, g, fs in expand(q.q, group)]
     if isinstance(q, Sum):
         if group is not None and not set(q.group) >= set(group):
-            raise UnsupportedQuery(f"nested Sum with fewer group variables: {show(q)}")
+            raise UnsupportedQuery(f"the higher-order strategy cannot expand a nested Sum with fewer group variables: {show(q)}")
         return [(c, q.group, fs) for c, _, fs in expand(q.q, q.group)]
     if isinstance(q, Const):
         return [(q.value, group, ())] if q.value else []
@@ -109,7 +109,8 @@ def expand(q: Expr, group: tuple[str, ...] | None = None) -> list[Monomial]:
             out = [(c1 * c2, _group(group, g1, g2, q), fs1 + fs2) for c1, g1, fs1 in out for c2, g2, fs2 in expand(f, group)]
         return out
     if isinstance(q, Assign) and not is_lift(q):
-        raise UnsupportedQuery("nested aggregates (assignments) in the viewlet transform")
+        raise UnsupportedQuery("the higher-order strategy materializes nested aggregates through nesting.py, not "
+                               "as assignments in the viewlet transform")
     return [(Fraction(1), group, (q,))]
 
 
@@ -117,7 +118,8 @@ def _group(outer, g1, g2, q: Expr):
     if outer is not None or g2 is None or g1 == g2:
         return outer if outer is not None else g1
     if g1 is not None:
-        raise UnsupportedQuery(f"a product of sums with different group variables: {show(q)}")
+        raise UnsupportedQuery(f"the higher-order strategy cannot expand a product of sums with different group "
+                               f"variables: {show(q)}")
     return g2
 
 
