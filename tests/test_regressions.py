@@ -86,3 +86,27 @@ def test_session_i_diff_tables_follow_a_column_change(engine, db):
     db.execute("UPDATE r0 SET a = 7 WHERE k1 = 1")
     engine.maintain("v")  # same pooled connection, new column signature
     assert_equal_multiset(db, "v", sql, ["k1", "a"])
+
+
+@pytest.mark.parametrize("strategy", ["id", "tuple"])
+def test_not_in_over_the_rows_own_table_keeps_nulls_unknown(engine, db, strategy):
+    """x NOT IN (the row's own key where ψ) is NULL for a NULL x when ψ holds, so the row is not in
+    the view; the minimization that reads such a subquery as a filter on the i-diff must not turn
+    it into NOT EXISTS (found by the differential test's fromagg family)."""
+    db.execute("CREATE TABLE r1 (k1 int PRIMARY KEY, a int, b int)")
+    views = {
+        "plain": "SELECT s0.k1 FROM r1 AS s0 WHERE s0.a NOT IN (SELECT q.k1 FROM r1 AS q WHERE q.k1 = s0.k1)",
+        "psi": "SELECT s0.k1 FROM r1 AS s0 WHERE s0.a NOT IN (SELECT q.k1 FROM r1 AS q WHERE q.k1 = s0.k1 AND q.b > 0)",
+        "exists": "SELECT s0.k1 FROM r1 AS s0 WHERE NOT EXISTS (SELECT 1 FROM r1 AS q WHERE q.k1 = s0.k1 AND q.a = 1)",
+        "counted": "SELECT count(*) AS n FROM r1 AS s0 WHERE s0.a NOT IN (SELECT q.k1 FROM r1 AS q WHERE q.k1 = s0.k1)",
+    }
+    for name, sql in views.items():
+        engine.register_view(f"{name}_{strategy}", sql, strategy=strategy)
+    for writes in (["INSERT INTO r1 VALUES (0, NULL, 1), (1, 1, NULL), (2, 2, 1), (3, NULL, NULL), (4, 5, 0)"],
+                   ["UPDATE r1 SET a = NULL WHERE k1 = 4", "UPDATE r1 SET k1 = 7 WHERE k1 = 2"],
+                   ["UPDATE r1 SET a = 0, b = 2 WHERE k1 = 0", "DELETE FROM r1 WHERE k1 = 1"]):
+        for w in writes:
+            db.execute(w)
+        engine.maintain()
+        for name, sql in views.items():
+            assert_equal_multiset(db, f"{name}_{strategy}", sql, ["n"] if name == "counted" else ["k1"])

@@ -87,8 +87,9 @@ def key_join_to_diff(d: IDiff) -> IDiff | None:
 
 
 def _own_key_subquery(w: exp.Expression, d: IDiff):
-    """(negated, φ over the origin) if w is [NOT] EXISTS / [NOT] IN over the origin's own table
-    correlated on its whole key; φ is the rest of the subquery's condition. Else None."""
+    """(negated, φ over the origin, the IN's own equality over the origin or None) if w is [NOT]
+    EXISTS / [NOT] IN over the origin's own table correlated on its whole key; φ is the rest of
+    the subquery's condition (with the IN's equality). Else None."""
     negated = isinstance(w.unnest(), exp.Not)
     node = w.unnest().this.unnest() if negated else w.unnest()
     if isinstance(node, exp.Exists):
@@ -116,7 +117,8 @@ def _own_key_subquery(w: exp.Expression, d: IDiff):
     rest = [_rename(c, alias, d.origin) for c in conds if not any(c is e for e in eqs)]
     if any(col.table != d.origin and not col.table.startswith(PRE_MARK) for c in rest for col in c.find_all(exp.Column)):
         return None  # φ reads other scans: not a pure filter on the i-diff
-    return negated, (conj(rest) if rest else exp.true())
+    own = _rename(extra[0], alias, d.origin) if extra and not any(extra[0] is e for e in eqs) else None
+    return negated, (conj(rest) if rest else exp.true()), own
 
 
 def own_key_subquery_to_filter(d: IDiff) -> IDiff | None:
@@ -127,11 +129,17 @@ def own_key_subquery_to_filter(d: IDiff) -> IDiff | None:
         found = _own_key_subquery(w, d)
         if found is None:
             continue
-        negated, phi = found
+        negated, phi, own = found
         if d.kind == "-":
             if not negated:
                 return None
             repl = ()
+        elif negated and own is not None:
+            # x NOT IN (the row's own value v where ψ): TRUE where ψ is not true (no rows), else
+            # NOT (x = v), which is NULL, not TRUE, for a NULL x: only (x = v) IS FALSE passes
+            psi = [c for c in _conjuncts(phi) if c is not own and c.sql() != own.sql()]
+            repl = (exp.Or(this=exp.Paren(this=is_not_true(conj(psi) if psi else exp.true())),
+                           expression=exp.Paren(this=exp.Is(this=exp.Paren(this=own.copy()), expression=exp.false()))),)
         else:
             repl = (is_not_true(phi),) if negated else (phi,)
         where = tuple(y for x in d.where for y in (repl if x is w else (x,)))
