@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from ...program.trees import conjuncts
 from ...rules.idiff import PRE_MARK, IDiff, conj, is_not_true
 
 
@@ -52,11 +53,6 @@ def _key_equalities(where, alias: str, origin: str, key: tuple[str, ...]) -> lis
     return found
 
 
-def _conjuncts(e: exp.Expression) -> list[exp.Expression]:
-    e = e.unnest()
-    return [c for part in e.flatten() for c in _conjuncts(part)] if isinstance(e, exp.And) else [e]
-
-
 def _rename(e: exp.Expression, alias: str, origin: str) -> exp.Expression:
     def fn(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Column) and node.table == alias:
@@ -87,9 +83,10 @@ def key_join_to_diff(d: IDiff) -> IDiff | None:
 
 
 def _own_key_subquery(w: exp.Expression, d: IDiff):
-    """(negated, φ over the origin, the IN's own equality over the origin or None) if w is [NOT]
-    EXISTS / [NOT] IN over the origin's own table correlated on its whole key; φ is the rest of
-    the subquery's condition (with the IN's equality). Else None."""
+    """(negated, ψ, own) if w is [NOT] EXISTS / [NOT] IN over the origin's own table correlated on
+    its whole key: ψ the rest of the subquery's condition over the origin (a list of conjuncts),
+    own the IN's equality `x = v` over the origin (None for EXISTS, or when it is the key
+    equality itself). Else None."""
     negated = isinstance(w.unnest(), exp.Not)
     node = w.unnest().this.unnest() if negated else w.unnest()
     if isinstance(node, exp.Exists):
@@ -109,16 +106,16 @@ def _own_key_subquery(w: exp.Expression, d: IDiff):
         return None
     alias = src.this.alias_or_name
     where = inner.args.get("where")
-    conds = _conjuncts(where.this) if where is not None else []
-    conds += extra
-    eqs = _key_equalities(conds, alias, d.origin, table.key)
+    conds = conjuncts(where.this) if where is not None else []
+    eqs = _key_equalities(conds + extra, alias, d.origin, table.key)
     if eqs is None:
         return None
-    rest = [_rename(c, alias, d.origin) for c in conds if not any(c is e for e in eqs)]
-    if any(col.table != d.origin and not col.table.startswith(PRE_MARK) for c in rest for col in c.find_all(exp.Column)):
-        return None  # φ reads other scans: not a pure filter on the i-diff
+    psi = [_rename(c, alias, d.origin) for c in conds if not any(c is e for e in eqs)]
     own = _rename(extra[0], alias, d.origin) if extra and not any(extra[0] is e for e in eqs) else None
-    return negated, (conj(rest) if rest else exp.true()), own
+    if any(col.table != d.origin and not col.table.startswith(PRE_MARK)
+           for c in psi + ([own] if own is not None else []) for col in c.find_all(exp.Column)):
+        return None  # φ reads other scans: not a pure filter on the i-diff
+    return negated, psi, own
 
 
 def own_key_subquery_to_filter(d: IDiff) -> IDiff | None:
@@ -129,7 +126,9 @@ def own_key_subquery_to_filter(d: IDiff) -> IDiff | None:
         found = _own_key_subquery(w, d)
         if found is None:
             continue
-        negated, phi, own = found
+        negated, psi, own = found
+        parts = psi + ([own] if own is not None else [])
+        phi = conj(parts) if parts else exp.true()
         if d.kind == "-":
             if not negated:
                 return None
@@ -137,9 +136,8 @@ def own_key_subquery_to_filter(d: IDiff) -> IDiff | None:
         elif negated and own is not None:
             # x NOT IN (the row's own value v where ψ): TRUE where ψ is not true (no rows), else
             # NOT (x = v), which is NULL, not TRUE, for a NULL x: only (x = v) IS FALSE passes
-            psi = [c for c in _conjuncts(phi) if c is not own and c.sql() != own.sql()]
             repl = (exp.Or(this=exp.Paren(this=is_not_true(conj(psi) if psi else exp.true())),
-                           expression=exp.Paren(this=exp.Is(this=exp.Paren(this=own.copy()), expression=exp.false()))),)
+                           expression=exp.Paren(this=exp.Is(this=exp.Paren(this=own), expression=exp.false()))),)
         else:
             repl = (is_not_true(phi),) if negated else (phi,)
         where = tuple(y for x in d.where for y in (repl if x is w else (x,)))
