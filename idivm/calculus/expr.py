@@ -12,6 +12,7 @@ deltas stay small, and never change meaning.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -211,11 +212,12 @@ def children(q: Expr) -> tuple[Expr, ...]:
     return ()
 
 
-TEMP = "\0"  # a prefix no variable has
+VARIABLE_REF = re.compile(r'"@"\."((?:[^"]|"")+)"')  # a variable inside an Extern's SQL: "@"."<variable>"
+QUOTE, DOUBLED = '"', '""'
 
 
 def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+    return QUOTE + name.replace(QUOTE, DOUBLED) + QUOTE
 
 
 def rename(q: Expr, mapping: dict[str, str]) -> Expr:
@@ -235,14 +237,10 @@ def rename(q: Expr, mapping: dict[str, str]) -> Expr:
     if isinstance(q, Atom):
         return type(q)(q.name, tuple(r(v) for v in q.vars))
     if isinstance(q, Extern):
-        sql = q.sql
-        moved = {v: r(v) for v in q.vars if r(v) != v}
-        if moved:  # through temporary names, so that swapped names do not collide
-            table = _quoted(VAR_TABLE)
-            for i, v in enumerate(moved):
-                sql = sql.replace(f"{table}.{_quoted(v)}", f"{table}.{_quoted(TEMP + str(i))}")
-            for i, v in enumerate(moved):
-                sql = sql.replace(f"{table}.{_quoted(TEMP + str(i))}", f"{table}.{_quoted(moved[v])}")
+        def put(m: re.Match) -> str:  # one pass: a swap of two names cannot collide
+            return f"{_quoted(VAR_TABLE)}.{_quoted(r(m.group(1).replace(DOUBLED, QUOTE)))}"
+
+        sql = VARIABLE_REF.sub(put, q.sql)
         return Extern(q.kind, sql, tuple(dict.fromkeys(r(v) for v in q.vars)))
     if isinstance(q, Add):
         return Add(tuple(rename(t, mapping) for t in q.terms))

@@ -1,11 +1,7 @@
 """AGCA in the paper's notation: ``Sum[A, B](R(A, B) * (z := Sum[](S(C, D) * (A > C) * D)) * (B < z))``."""
 from __future__ import annotations
 
-import re
-
-from .expr import Add, Assign, Cmp, Const, DeltaRel, Exists, Expr, Extern, Mul, Neg, Rel, Sum, Var
-
-_VARIABLE = re.compile(r'"@"\."((?:[^"]|"")+)"')
+from .expr import VARIABLE_REF, Add, Assign, Cmp, Const, DeltaRel, Exists, Expr, Extern, Mul, Neg, Rel, Sum, Var
 
 
 def _const(c: Const) -> str:
@@ -31,7 +27,7 @@ def show(q: Expr) -> str:
     if isinstance(q, Cmp):
         return f"({_term(q.left)} {q.op} {_term(q.right)})"
     if isinstance(q, Extern):
-        return "[" + _VARIABLE.sub(lambda m: m.group(1).replace('""', '"'), q.sql) + "]"
+        return "[" + VARIABLE_REF.sub(lambda m: m.group(1).replace('""', '"'), q.sql) + "]"
     if isinstance(q, Assign):
         return f"({q.var} := {show(q.q)})"
     if isinstance(q, Exists):

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from ...calculus.delta import delta
-from ...calculus.expr import (Add, Assign, Atom, Cmp, Const, DeltaRel, Expr, Extern, Mul, Neg, Rel, Sum, Var, add, children,
-                              mul, relations, rename, variables)
+from ...calculus.expr import (Add, Assign, Const, DeltaRel, Expr, Extern, Mul, Neg, Rel, Sum, add, mul, relations, rename,
+                              variables)
 from ...calculus.printer import show
 from ...calculus.simplify import factorize, simplify
 from ...errors import UnsupportedQuery
@@ -70,17 +70,7 @@ class Compiled:
 
 
 def _vars(q: Expr) -> set[str]:
-    if isinstance(q, (Atom, Extern)):
-        return set(q.vars)
-    if isinstance(q, Var):
-        return {q.name}
-    if isinstance(q, Cmp):
-        return {t.name for t in (q.left, q.right) if isinstance(t, Var)}
-    if isinstance(q, Sum):
-        return set(q.group) | _vars(q.q)
-    if isinstance(q, Assign):
-        return {q.var} | _vars(q.q)
-    return set().union(*(_vars(c) for c in children(q))) if children(q) else set()
+    return set(variables(q))
 
 
 def _inputs(q: Expr) -> set[str]:
