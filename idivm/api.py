@@ -21,12 +21,15 @@ from .introspect.provider import PostgresSchema
 from .dsn import resolve_dsn, sqlalchemy_url
 from .errors import DatabaseUnavailable, IdivmError, UnknownObject, first_line
 from .frontend.build_plan import compile_view_sql, parse_one
+from .engines import AUTO, ENGINES
+from .engines.postgres.materialize import create_as
 from .engines.postgres.executor import LOCK_CLASS, MaintenanceReport, Stale, maintain_view, run_maintenance, stored_script
+from .operate.engine_choice import EngineChoice, choice_for
 from .operate.dependencies import dependency_order, dependents, edges
 from .operate.explain import explain_unminimized, explain_view
 from .operate.policy import DEFAULT, Policy, notify_threshold, policy_of
-from .operate.registry import (MODES, compile_missing_programs, drop_locked, make_immediate_locked, readers_closure,
-                               register_locked, sync_immediate)
+from .operate.registry import (MODES, compile_missing_programs, drop_locked, drop_unread_capture,
+                               make_immediate_locked, readers_closure, register_locked, sync_immediate)
 from .operate.status import ViewStatus, view_statuses
 from .names import display_name, parse_name
 from .sqltext import ident, qualified, run
@@ -112,14 +115,17 @@ class Engine:
 
     # -- registration ----------------------------------------------------------------------
     def register_view(self, name: str, query: Any, strategy: str = "id", minimized: bool = True,
-                      mode: str = "deferred") -> None:
+                      mode: str = "deferred", engine: str | None = None, progress=None) -> None:
         """Compile, create and materialize a maintained view; install capture on its base tables.
 
         mode="immediate" maintains it inside every writing transaction (engines/postgres/immediate.py).
-        minimized=False skips pass 4 (only useful to test that minimization preserves results)."""
+        minimized=False skips pass 4 (only useful to test that minimization preserves results).
+        engine="spark" computes the initial contents on Spark (docs/spark.md); `progress(tasks done,
+        tasks known, rows copied)` then hears of Spark's progress."""
         if strategy not in STRATEGIES:
             raise IdivmError(f"unknown strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
         _check_mode(mode)
+        fill = self._fill(engine, progress)
         sql = _sql_text(query)
         self.init()
         schema, view = parse_name(name)
@@ -131,7 +137,7 @@ class Engine:
         tables = {(t.schema, t.name): t for t in base_tables(compiled.plan)}
         try:
             with self._writers_blocked(set(tables)) as conn:  # nothing slips between the fill and the first log row
-                register_locked(conn, schema, view, sql, strategy, minimized)
+                register_locked(conn, schema, view, sql, strategy, minimized, fill)
                 if mode == "immediate":
                     make_immediate_locked(conn, schema, view)
         except psycopg.Error as e:
@@ -177,16 +183,24 @@ class Engine:
 
         `engine` computes the diffs: "postgres" (the default), or "spark" (docs/spark.md); the
         environment variable IDIVM_ENGINE sets the default. Every report names the engine it used."""
-        script = self._script(engine)
+        if engine is not None:
+            resolve_engine(engine, maintenance=True)  # a wrong name fails before any view is touched
         views = dict(self._view_names(names))
         if keep_going is None:
             keep_going = not names
         with self.sa.connect() as conn:
             order = dependency_order(list(views), edges(conn))
+            policies = {r.id: r.policy_engine for r in catalog.all_views(conn)}
         reports = []
+        scripts: dict[str, Any] = {}
         for vid in order:
             try:
-                reports.append(maintain_view(self.sa, vid, views[vid], script=script))
+                used, chosen = self.maintenance_engine(vid, engine or policies.get(vid))
+                if used not in scripts:
+                    scripts[used] = self.maintenance_script(used)
+                report = maintain_view(self.sa, vid, views[vid], script=scripts[used])
+                report.chosen = chosen
+                reports.append(report)
             except DatabaseUnavailable:
                 raise
             except Stale as e:
@@ -200,19 +214,45 @@ class Engine:
                 reports.append(MaintenanceReport(view=views[vid], failed=cause))
         return reports[0] if len(names) == 1 else reports
 
-    def _script(self, engine: str | None):
-        """The maintenance script provider of an engine (engines/postgres/executor.py)."""
-        engine = engine or os.environ.get("IDIVM_ENGINE") or "postgres"
-        if engine == "postgres":
-            return stored_script
-        if engine == "spark":
-            from .engines.spark.executor import spark_script
-            from .engines.spark.settings import SparkSettings
+    def maintenance_engine(self, view_id: int, engine: str | None) -> tuple[str, str | None]:
+        """The engine that maintains a view now: `engine` (the one the run names, else the view's
+        engine policy: callers know both), else IDIVM_ENGINE, else postgres; `auto` is resolved by
+        the cost model (operate/engine_choice.py), whose choice is returned as the second item."""
+        name = resolve_engine(engine, maintenance=True)
+        if name != AUTO:
+            return name, None
+        with self.sa.connect() as conn:
+            choice = choice_for(conn, catalog.view_by_id(conn, view_id), self._spark_settings(check=False))
+        return choice.engine, f"auto: {choice}"
 
-            settings = SparkSettings.from_env(self.dsn)
+    def engine_choice(self, name: str) -> EngineChoice:
+        """What `--engine auto` would choose for the view's waiting batch, with its estimates."""
+        with self.sa.connect() as conn:
+            return choice_for(conn, self._view(conn, name), self._spark_settings(check=False))
+
+    def maintenance_script(self, engine: str | None):
+        """The maintenance script provider of an engine (engines/postgres/executor.py)."""
+        if resolve_engine(engine) == "postgres":
+            return stored_script
+        from .engines.spark.executor import spark_script
+
+        return spark_script(self._spark_settings())
+
+    def _fill(self, engine: str | None, progress=None):
+        """How an engine creates and fills a view's tables (engines/postgres/materialize.py)."""
+        if resolve_engine(engine) == "postgres":
+            return create_as
+        from .engines.spark.materialize import SparkFill
+
+        return SparkFill(self._spark_settings(), progress)
+
+    def _spark_settings(self, check: bool = True):
+        from .engines.spark.settings import SparkSettings
+
+        settings = SparkSettings.from_env(self.dsn)
+        if check:
             settings.check()
-            return spark_script(settings)
-        raise IdivmError(f"unknown engine {engine!r}: choose postgres or spark")
+        return settings
 
     def verify(self, name: str) -> VerifyResult:
         """Maintain, then compare the view with its recomputed query in the same snapshot."""
@@ -241,7 +281,7 @@ class Engine:
             row = self._view(conn, name)
             if unminimized:
                 return explain_unminimized(conn, row)
-            return explain_view(conn, row)
+            return explain_view(conn, row, self._spark_settings(check=False))
 
     def strategy_of(self, name: str) -> str:
         """The strategy a registered view is maintained by (what `auto` chose for it)."""
@@ -268,9 +308,12 @@ class Engine:
             return event_triggers_installed(conn)
 
     def set_policy(self, name: str, every: float | None = None, max_pending: int | None = None,
-                   max_staleness: float | None = None, reset: bool = False) -> Policy:
+                   max_staleness: float | None = None, reset: bool = False, engine: str | None = None) -> Policy:
         """Store a view's maintenance policy (only the given settings change; reset=True first clears
-        all of them back to the defaults). Returns the effective policy."""
+        all of them back to the defaults). `engine` (postgres, spark or auto) maintains the view when
+        a run names no engine. Returns the effective policy."""
+        if engine is not None:
+            resolve_engine(engine, maintenance=True)
         for label, value in (("--every", every), ("--max-staleness", max_staleness)):
             if value is not None and not value > 0:
                 raise IdivmError(f"{label} must be a positive number of seconds, got {value}")
@@ -279,7 +322,8 @@ class Engine:
         with self.sa.begin() as conn:
             row = self._view(conn, name)
             catalog.set_policy(conn, row.id, {"policy_every": every, "policy_max_pending": max_pending,
-                                              "policy_max_staleness": max_staleness}, reset=reset)
+                                              "policy_max_staleness": max_staleness, "policy_engine": engine},
+                               reset=reset)
             # the NOTIFY threshold follows max_pending
             reinstall_functions(conn, notify_threshold, catalog.input_ids(conn, row.id))
             return policy_of(catalog.view_by_id(conn, row.id))
@@ -324,11 +368,13 @@ class Engine:
                                  "drop them first")
             drop_locked(conn, row)
 
-    def refresh(self, name: str) -> list[str]:
+    def refresh(self, name: str, engine: str | None = None, progress=None) -> list[str]:
         """Rebuild a view from its stored definition (after a schema change made it stale, or at will),
         together with the views that read it, keeping name, strategy and policy. One transaction:
         if a definition no longer compiles against the tables as they are now, the error names it and
-        nothing changes. Returns the rebuilt views, inputs first."""
+        nothing changes. Returns the rebuilt views, inputs first. `engine` and `progress` as for
+        register_view."""
+        fill = self._fill(engine, progress)
         with self.sa.connect() as conn:
             row = self._view(conn, name)
             reads = edges(conn)
@@ -346,15 +392,29 @@ class Engine:
             tables -= {(r.schema_name, r.view_name) for r in chain}
             conn.rollback()
         with self._writers_blocked(tables) as conn:
+            inputs = {cid for r in chain for cid in catalog.input_ids(conn, r.id)}
             for r in reversed(chain):
-                drop_locked(conn, r)
+                drop_locked(conn, r, keep_capture=True)  # logs and triggers stay: the rebuilt views read them again
             for r in chain:
-                register_locked(conn, r.schema_name, r.view_name, r.definition, r.strategy, True)
+                register_locked(conn, r.schema_name, r.view_name, r.definition, r.strategy, True, fill)
                 if r.mode == "immediate":
                     make_immediate_locked(conn, r.schema_name, r.view_name)
                 catalog.copy_policy(conn, r, r.schema_name, r.view_name)
+            drop_unread_capture(conn, inputs)  # tables a changed definition no longer reads
             reinstall_functions(conn, notify_threshold)
         return [display_name(r.schema_name, r.view_name) for r in chain]
+
+
+def resolve_engine(engine: str | None, maintenance: bool = False) -> str:
+    """The engine a run uses: the one named, else IDIVM_ENGINE, else postgres (maintenance may also
+    name auto)."""
+    engine = engine or os.environ.get("IDIVM_ENGINE") or "postgres"
+    if engine == AUTO and not maintenance:
+        return "postgres"  # filling a view: auto has no batch to weigh, and PostgreSQL fills in place
+    choices = ENGINES + ((AUTO,) if maintenance else ())
+    if engine not in choices:
+        raise IdivmError(f"unknown engine {engine!r}: choose {', '.join(choices[:-1])} or {choices[-1]}")
+    return engine
 
 
 def _check_mode(mode: str) -> None:

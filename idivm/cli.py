@@ -1,6 +1,7 @@
 """The `idivm` command line (docs/cli.md). Errors print one line, never a traceback."""
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -38,6 +39,33 @@ def init():
     out.print("catalog is up to date")
 
 
+ENGINE_HELP = ("where the diffs are computed: postgres, spark, or auto (a cost model chooses per view and batch; "
+               "docs/spark.md); default: each view's engine policy, else IDIVM_ENGINE, else postgres")
+FILL_ENGINE_HELP = ("where the view's contents are computed: postgres (default) or spark (docs/spark.md, for large "
+                    "views); default from IDIVM_ENGINE")
+
+
+@contextlib.contextmanager
+def _spark_progress(engine: Optional[str]):
+    """A progress bar of Spark's tasks (and the rows copied back) when the engine is Spark and the
+    output is a terminal; else nothing."""
+    from .api import resolve_engine
+
+    if resolve_engine(engine) != "spark" or not out.is_terminal:
+        yield None
+        return
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("Spark"), BarColumn(), TaskProgressColumn(), TextColumn("{task.fields[rows]} rows copied"),
+                  TimeElapsedColumn(), console=out, transient=True) as bar:
+        task = bar.add_task("spark", total=None, rows=0)
+
+        def report(done: int, total: int, rows: int) -> None:
+            bar.update(task, completed=done, total=total or None, rows=f"{rows:,}")
+
+        yield report
+
+
 @app.command("register-view")
 def register_view(
     name: str = typer.Argument(..., help="view name, optionally SCHEMA.NAME"),
@@ -46,6 +74,7 @@ def register_view(
     strategy: str = typer.Option("id", "--strategy", help="id (ID-based, default), tuple (tuple-based baseline), higher-order (DBToaster maps) or auto (chosen per view; explain says which and why)"),
     mode: str = typer.Option("deferred", "--mode", help="deferred (maintain / schedule apply changes later) or "
                              "immediate (inside every writing transaction)"),
+    engine: Optional[str] = typer.Option(None, "--engine", help=FILL_ENGINE_HELP),
 ):
     """Register a view: compile its Δ-program, create and fill its table, start capturing changes."""
     if (sql is None) == (file is None):
@@ -55,17 +84,21 @@ def register_view(
             sql = file.read_text()
         except OSError as e:
             raise IdivmError(f"cannot read {file}: {e.strerror}") from None
-    engine = _engine()
-    engine.register_view(name, sql, strategy=strategy, mode=mode)
+    idivm = _engine()
+    with _spark_progress(engine) as progress:
+        idivm.register_view(name, sql, strategy=strategy, mode=mode, engine=engine, progress=progress)
     if strategy == "auto":  # say what auto chose (explain says why)
-        strategy = f"auto: {engine.strategy_of(name)}"
-    out.print(f"registered {name} (strategy {strategy}, {mode})")
+        strategy = f"auto: {idivm.strategy_of(name)}"
+    from .api import resolve_engine
+
+    used = resolve_engine(engine)
+    on = f", filled on {used}" if used != "postgres" else ""
+    out.print(f"registered {name} (strategy {strategy}, {mode}{on})")
 
 
 @app.command()
 def maintain(names: List[str] = typer.Argument(None, help="views to maintain (default: all)"),
-             engine: str = typer.Option(None, "--engine", help="where the diffs are computed: postgres (default) or "
-                                        "spark (docs/spark.md); default from IDIVM_ENGINE")):
+             engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP)):
     """Apply the changes logged since the last maintenance (one transaction per view, each view on its
     own: one that fails is rolled back and reported, the others go on). Exit status 1 if any view
     failed."""
@@ -157,9 +190,12 @@ def set_policy(
     max_pending: Optional[int] = typer.Option(None, "--max-pending", help="maintain once N changes wait (wakes the scheduler)"),
     max_staleness: Optional[float] = typer.Option(None, "--max-staleness", help="maintain before the oldest change is S seconds old"),
     reset: bool = typer.Option(False, "--reset", help="back to the defaults first"),
+    engine: Optional[str] = typer.Option(None, "--engine", help="the engine that maintains it when a run names "
+                                         "none: postgres, spark, or auto (a cost model chooses per batch; docs/spark.md)"),
 ):
-    """Set when the scheduler maintains a view (settings not given keep their value)."""
-    policy = _engine().set_policy(name, every=every, max_pending=max_pending, max_staleness=max_staleness, reset=reset)
+    """Set when the scheduler maintains a view, and with which engine (settings not given keep their value)."""
+    policy = _engine().set_policy(name, every=every, max_pending=max_pending, max_staleness=max_staleness, reset=reset,
+                                  engine=engine)
     out.print(f"{name}: {policy}")
 
 
@@ -170,6 +206,7 @@ def schedule(
     once: bool = typer.Option(False, "--once", help="one pass over the due views, then exit (exit 1 if one failed)"),
     grace: float = typer.Option(10.0, "--grace", help="on SIGTERM/SIGINT, seconds the running maintenance may "
                                 "take before it is cancelled and rolled back"),
+    engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),
 ):
     """Run the scheduler: keep every view within its policy until SIGTERM/SIGINT (one JSON line per event)."""
     from .operate.policy import DEFAULT, with_every
@@ -177,7 +214,11 @@ def schedule(
 
     if not every > 0:
         raise IdivmError(f"--every must be a positive number of seconds, got {every}")
-    raise typer.Exit(Worker(_engine(), with_every(DEFAULT, every), once=once, grace=grace).run())
+    if engine is not None:
+        from .api import resolve_engine
+
+        resolve_engine(engine, maintenance=True)
+    raise typer.Exit(Worker(_engine(), with_every(DEFAULT, every), once=once, grace=grace, run_engine=engine).run())
 
 
 @app.command("set-mode")
@@ -197,9 +238,12 @@ def grant(name: str = typer.Argument(..., help="view name, optionally SCHEMA.NAM
 
 
 @app.command()
-def refresh(name: str = typer.Argument(..., help="view name, optionally SCHEMA.NAME")):
+def refresh(name: str = typer.Argument(..., help="view name, optionally SCHEMA.NAME"),
+            engine: Optional[str] = typer.Option(None, "--engine", help=FILL_ENGINE_HELP)):
     """Rebuild a view (e.g. stale after a schema change) and the views that read it, from their definitions."""
-    for shown in _engine().refresh(name):
+    with _spark_progress(engine) as progress:
+        rebuilt = _engine().refresh(name, engine=engine, progress=progress)
+    for shown in rebuilt:
         out.print(f"rebuilt {shown}")
 
 

@@ -81,5 +81,7 @@ def test_spark_benchmark_runs_and_verifies(server_dsn, tmp_path):
     out = tmp_path / "spark.json"
     assert main(["--dsn", server_dsn, "--scale", "0.0005", "--batches", "20", "--rounds", "1", "--out", str(out)]) == 0
     data = json.loads(out.read_text())
-    assert data["views_equal_recomputation"] == {"postgres": True, "spark": True}
-    assert data["results"][0]["spark_part"]["median"] > 0 and (tmp_path / "spark.png").stat().st_size > 0
+    assert data["views_equal_recomputation"] == {"v_postgres": True, "v_spark_0": True}
+    runs = data["results"][0]["runs"]
+    assert runs["local[2]"]["spark"]["median"] > 0 and runs["postgres"]["spark"]["median"] == 0
+    assert data["results"][0]["effective_changes"] == [20] and (tmp_path / "spark.png").stat().st_size > 0

@@ -26,7 +26,7 @@ def test_every_command(fresh_db, db, tmp_path):
     r = cli(fresh_db, "list")
     assert r.returncode == 0 and "public.cheap" in r.stdout and "never" in r.stdout
     r = cli(fresh_db, "maintain", "--engine", "spork")
-    assert r.returncode != 0 and "unknown engine 'spork': choose postgres or spark" in r.stderr + r.stdout
+    assert r.returncode != 0 and "unknown engine 'spork': choose postgres, spark or auto" in r.stderr + r.stdout
     r = cli(fresh_db, "maintain")
     assert r.returncode == 0 and "public.cheap: 1 effective changes" in r.stdout
     r = cli(fresh_db, "verify", "cheap")

@@ -49,7 +49,7 @@ def test_once_maintains_due_views_and_status_tells(engine, parts, fresh_db):
     before = _status(fresh_db)
     assert before["public.eager"]["pending_changes"] == 15 and before["public.eager"]["due"]
     assert before["public.lazy"]["pending_changes"] == 15 and not before["public.lazy"]["due"]
-    assert before["public.lazy"]["policy"] == {"every_s": 3600.0, "max_pending": 1000, "max_staleness_s": None}
+    assert before["public.lazy"]["policy"] == {"every_s": 3600.0, "max_pending": 1000, "max_staleness_s": None, "engine": None}
     assert before["public.lazy"]["oldest_pending_age_s"] >= 0 and before["public.lazy"]["mode"] == "deferred"
 
     out = io.StringIO()

@@ -173,9 +173,9 @@ def test_small_batches_read_only_the_base_rows_they_can_join(engine, shop, monke
     queries = []
     real_read = executor.read
 
-    def recording_read(spark, settings, query, snapshot, name):
+    def recording_read(spark, settings, query, snapshot, name, partitions=None):
         queries.append(query)
-        return real_read(spark, settings, query, snapshot, name)
+        return real_read(spark, settings, query, snapshot, name, partitions)
 
     monkeypatch.setattr(executor, "read", recording_read)
     shop.execute("UPDATE parts SET price = price + 1 WHERE pid IN (3, 4)")
@@ -196,3 +196,219 @@ def test_a_column_named_like_a_program_alias_keeps_its_meaning(engine, shop):
     shop.execute("INSERT INTO a SELECT g, g FROM generate_series(1, 9) g")
     assert engine.maintain("captured", engine="spark").offloaded > 0
     assert_equal_multiset(shop, "captured", sql, ["k", "x"])
+
+
+FILLED = dict(VIEWS, **{
+    "distinct": ("SELECT DISTINCT d.category FROM devices d JOIN devices_parts dp ON dp.did = d.did", ["category"]),
+    "union": ("SELECT pid AS k FROM parts WHERE price > 10 UNION ALL SELECT did FROM devices", ["k"]),
+})
+
+
+def test_views_filled_on_spark_equal_their_queries_and_stay_maintained(engine, shop):
+    """register-view --engine spark: every table a view consists of that is computed from base
+    tables alone (an SPJ view, a grouped view's cache, UNION ALL branches, higher-order maps) is
+    filled by Spark, in registration's snapshot; the views then equal their queries and are
+    maintained as usual (here on PostgreSQL, then on Spark)."""
+    from idivm.engines.spark import materialize
+
+    fills: list[str] = []
+    real = materialize.SparkFill.__call__
+
+    def recording(self, conn, table, query):
+        before = len(self.computed)
+        real(self, conn, table, query)
+        fills.extend(t for t, _, _ in self.computed[before:])
+
+    materialize.SparkFill.__call__ = recording
+    try:
+        for name, (sql, _) in FILLED.items():
+            engine.register_view(f"{name}_filled", sql, engine="spark")
+        engine.register_view("ho_filled", VIEWS["grouped"][0], strategy="higher-order", engine="spark")
+    finally:
+        materialize.SparkFill.__call__ = real
+    assert any("spj_filled" in t for t in fills) and any("union_filled" in t for t in fills)
+    assert any("idivm" in t and "ho" not in t for t in fills) or len(fills) >= len(FILLED)  # caches and maps too
+    views = dict(FILLED, ho=VIEWS["grouped"])
+    for name, (sql, cols) in views.items():
+        assert_equal_multiset(shop, f"{name}_filled", sql, cols)
+    rng = random.Random(5)
+    for round_ in range(4):
+        _writes(shop, rng)
+        engine.maintain(*[f"{n}_filled" for n in views], engine="spark" if round_ % 2 else "postgres")
+        for name, (sql, cols) in views.items():
+            assert_equal_multiset(shop, f"{name}_filled", sql, cols)
+
+
+def test_refresh_on_spark_rebuilds_exactly_and_reports_progress(engine, shop):
+    """A refresh of a view and the view over it: the base view is filled on Spark (its base tables
+    stay readable: capture is kept, not dropped and re-created), the view over it, whose input
+    exists only in the refreshing transaction, by PostgreSQL."""
+    sql, cols = VIEWS["spj"]
+    per = f"SELECT category, count(*) AS n FROM ({sql}) q GROUP BY category"
+    engine.register_view("v", sql)
+    engine.register_view("per", "SELECT category, count(*) AS n FROM v GROUP BY category")
+    shop.execute("UPDATE parts SET price = price * 2 WHERE pid < 5")
+    seen: list[tuple[int, int, int]] = []
+    assert engine.refresh("v", engine="spark", progress=lambda *p: seen.append(p)) == ["public.v", "public.per"]
+    assert_equal_multiset(shop, "v", sql, cols)
+    assert_equal_multiset(shop, "per", per, ["category", "n"])
+    shop.execute("DELETE FROM devices_parts WHERE did = 5")
+    engine.maintain()
+    assert_equal_multiset(shop, "per", per, ["category", "n"])
+    assert seen and seen[-1][0] == seen[-1][1] > 0  # Spark's tasks, all done at the end
+    assert seen[-1][2] == shop.execute(f"SELECT count(*) FROM ({sql}) q").fetchone()[0]  # rows copied
+
+
+def test_a_refused_fill_leaves_nothing_behind(engine, shop):
+    shop.execute("CREATE TABLE loose (k int PRIMARY KEY, x numeric)")
+    with pytest.raises(IdivmError, match="public.loose.x of type numeric") as refused:
+        engine.register_view("loose_v", "SELECT k, x FROM loose", engine="spark")
+    assert "\n" not in str(refused.value)
+    assert shop.execute("SELECT to_regclass('loose_v')").fetchone()[0] is None
+    assert engine.list() == []
+
+
+def test_a_cancelled_spark_job_rolls_back_and_the_next_run_is_exact(engine, shop, monkeypatch):
+    """The Spark job killed mid-run (its job group cancelled while its jobs run, as an operator in
+    Spark's UI or a lost driver would): the maintenance fails with one line, view and log are as
+    before, and the next run (on Spark) applies every change once."""
+    import threading
+    import time
+
+    from idivm.engines.spark import executor, progress
+    from idivm.engines.spark.session import spark_session
+
+    sql, cols = VIEWS["spj"]
+    engine.register_view("v", sql)
+    shop.execute("UPDATE parts SET price = price + 1 WHERE pid <= 20")
+    shop.execute("INSERT INTO devices_parts SELECT did, 29 FROM devices ON CONFLICT DO NOTHING")
+    shop.execute("DELETE FROM devices_parts WHERE did = 3")
+    before = sorted(shop.execute("SELECT * FROM v").fetchall())
+    real_read, real_group = executor.read, executor.new_group
+    kills: list[str] = []
+
+    def slow_read(spark, settings, query, snapshot, name, partitions=None):
+        from pyspark.sql import functions as F, types as T
+
+        df = real_read(spark, settings, query, snapshot, name, partitions)
+        slow = F.udf(lambda _: time.sleep(0.2) or True, T.BooleanType())  # long enough to be killed
+        df.where(slow(F.lit(1))).select(*spark.table(name).columns).createOrReplaceTempView(name)
+        return df
+
+    def group_with_a_killer(what):
+        group = real_group(what)
+        spark = spark_session(SparkSettings.from_env(engine.dsn))
+
+        def kill():  # cancel the group as soon as one of its jobs runs
+            status = spark.sparkContext.statusTracker()
+            deadline = time.time() + 120
+            while time.time() < deadline:
+                if set(status.getJobIdsForGroup(group)) & set(status.getActiveJobsIds()):
+                    time.sleep(0.3)  # mid-run
+                    kills.append(group)
+                    progress.cancel(spark, group)
+                    return
+                time.sleep(0.02)
+
+        threading.Thread(target=kill, daemon=True).start()
+        return group
+
+    monkeypatch.setattr(executor, "read", slow_read)
+    monkeypatch.setattr(executor, "new_group", group_with_a_killer)
+    with pytest.raises(Exception, match="(?i)cancel"):
+        engine.maintain("v", engine="spark")
+    assert kills
+    assert sorted(shop.execute("SELECT * FROM v").fetchall()) == before
+    assert engine.list()[0]["pending"] > 0
+    monkeypatch.setattr(executor, "read", real_read)
+    monkeypatch.setattr(executor, "new_group", real_group)
+    assert engine.maintain("v", engine="spark").offloaded > 0
+    assert_equal_multiset(shop, "v", sql, cols)
+
+
+def test_a_failing_apply_after_spark_rolls_back_and_the_next_run_is_exact(engine, shop):
+    """An exception in the apply (a constraint the staged rows violate): nothing of the run stays,
+    the batch is still pending, and once the cause is gone the next run applies it once."""
+    sql, cols = VIEWS["spj"]
+    engine.register_view("v", sql)
+    shop.execute("ALTER TABLE v ADD CONSTRAINT cheap CHECK (price < 100)")
+    shop.execute("INSERT INTO parts VALUES (35, 150)")
+    shop.execute("INSERT INTO devices_parts VALUES (1, 35), (2, 35) ON CONFLICT DO NOTHING")
+    before = sorted(shop.execute("SELECT * FROM v").fetchall())
+    with pytest.raises(Exception, match="cheap"):
+        engine.maintain("v", engine="spark")
+    assert sorted(shop.execute("SELECT * FROM v").fetchall()) == before
+    shop.execute("ALTER TABLE v DROP CONSTRAINT cheap")
+    assert engine.maintain("v", engine="spark").offloaded > 0
+    assert_equal_multiset(shop, "v", sql, cols)
+
+
+def test_large_tables_are_read_in_parallel_key_ranges(engine, shop, monkeypatch):
+    """A base table read whole, estimated large, is read in ranges of its integer key (one JDBC
+    connection per core, each in the snapshot): the fill and the maintenance stay exact."""
+    from idivm.engines.spark import executor, materialize, reads
+
+    cores = SparkSettings.from_env(engine.dsn).cores()
+    if cores < 2:
+        pytest.skip("parallel reads need two cores")
+    monkeypatch.setattr(reads, "PARTITION_ROWS", 0)
+    shop.execute("ANALYZE")
+    ranged = []
+    real_read = reads.read
+
+    def recording(spark, settings, query, snapshot, name, partitions=None):
+        df = real_read(spark, settings, query, snapshot, name, partitions)
+        if partitions is not None:
+            ranged.append((name, df.rdd.getNumPartitions()))
+        return df
+
+    monkeypatch.setattr(executor, "read", recording)
+    monkeypatch.setattr(materialize, "read", recording)
+    sql, cols = ("SELECT p.pid, p.price, count(*) AS n FROM parts p JOIN devices_parts dp ON dp.pid > p.pid "
+                 "GROUP BY p.pid, p.price", ["pid", "price", "n"])
+    engine.register_view("ranged", sql, engine="spark")
+    assert ranged and all(n == cores for _, n in ranged), ranged  # one range per core
+    assert_equal_multiset(shop, "ranged", sql, cols)
+    ranged.clear()
+    shop.execute("UPDATE parts SET price = price + 1 WHERE pid % 3 = 0")
+    shop.execute("INSERT INTO devices_parts VALUES (4, 30) ON CONFLICT DO NOTHING")
+    assert engine.maintain("ranged", engine="spark").offloaded > 0
+    assert ranged  # the inequality join reads the other table whole
+    assert_equal_multiset(shop, "ranged", sql, cols)
+
+
+def test_retried_tasks_stage_each_row_once(engine, shop, monkeypatch, tmp_path):
+    """A task that fails and is retried (here: every task's first attempt) must not stage its rows
+    twice: the driver copies a partition only once Spark has its result. Runs last in this module:
+    a master that retries failed tasks (local[2,2]) is a session of its own."""
+    from idivm.engines.spark import executor
+
+    monkeypatch.setenv("IDIVM_SPARK_MASTER", "local[2,2]")
+    failures = tmp_path / "failed-attempts"
+    real_read = executor.read
+
+    def flaky_read(spark, settings, query, snapshot, name, partitions=None):
+        from pyspark import TaskContext
+        from pyspark.sql import functions as F, types as T
+
+        df = real_read(spark, settings, query, snapshot, name, partitions)
+
+        def first_attempt_fails(_):
+            if TaskContext.get().attemptNumber() == 0:
+                with open(failures, "a") as f:
+                    f.write("x")
+                raise RuntimeError("injected task failure")
+            return True
+
+        ok = F.udf(first_attempt_fails, T.BooleanType())
+        df.where(ok(F.lit(1))).select(*spark.table(name).columns).createOrReplaceTempView(name)
+        return df
+
+    sql, cols = VIEWS["spj"]
+    engine.register_view("v", sql)
+    shop.execute("UPDATE parts SET price = price + 1 WHERE pid <= 25")
+    shop.execute("INSERT INTO devices_parts SELECT did, 29 FROM devices ON CONFLICT DO NOTHING")
+    monkeypatch.setattr(executor, "read", flaky_read)
+    assert engine.maintain("v", engine="spark").offloaded > 0
+    assert failures.exists() and len(failures.read_text()) > 0  # tasks did fail and were retried
+    assert_equal_multiset(shop, "v", sql, cols)

@@ -1,19 +1,20 @@
 """The Spark engine against the PostgreSQL engine, maintaining the same view from the same batches.
 
 The paper's devices / parts / devices_parts (--scale 0.02 = 100k devices and parts, 1M links;
-prices numeric(10,2), which Spark carries exactly) and its view V (an SPJ join, phones only). Two
-copies of V are registered; each round applies one batch of part price updates, then maintains
-one copy with each engine, in alternating order. The first Spark maintenance starts the session
-and is reported apart (a scheduler keeps it warm); every later one is a warm-session run. For the
-Spark engine the time Spark took (reads in the snapshot, its jobs, the copy back) is broken out:
-the rest is the same PostgreSQL transaction as the PostgreSQL engine's. Both views are verified
-against recomputation at the end.
-
-This is the first cut of issue 15's benchmark: one view shape, one machine, batches up to what the
-machine holds comfortably; the sweeps to millions of changes and the crossover are to come.
+--scale 0.2 = 1M and 10M links; prices numeric(10,2), which Spark carries exactly) and its view
+V (an SPJ join, phones only). One copy of V per engine and Spark master (--masters, e.g.
+local[1],local[2] for the scaling from one core to two) is registered; each round applies one
+batch, then maintains every copy, in alternating order. A batch of n changes updates the prices of
+n parts; beyond the number of parts, it also inserts the rest as new links. Each Spark master's
+session is started (and warmed by a first maintenance) before its timed runs: a scheduler keeps
+it warm; the start is reported apart. Per run the breakdown is: building the i-diffs in
+PostgreSQL, Spark (its reads inside the snapshot, its jobs, and of that the copy of its rows back
+into PostgreSQL), and the apply (PostgreSQL's statements). Every copy is verified against
+recomputation at the end, and the effective changes of each batch are counted by the reports.
 """
 from __future__ import annotations
 
+import os
 import random
 import time
 
@@ -24,7 +25,6 @@ from .common import batches_parser, machine, timed_load, print_table, pyplot, sa
 
 VIEW = ("SELECT did, pid, price FROM parts NATURAL JOIN devices_parts NATURAL JOIN devices "
         "WHERE category = 'phone'")
-ENGINES = ("postgres", "spark")
 
 
 def load(db: psycopg.Connection, scale: float) -> dict:
@@ -43,50 +43,110 @@ def load(db: psycopg.Connection, scale: float) -> dict:
     return {t: db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("devices", "parts", "devices_parts")}
 
 
+def _batch(db, rng: random.Random, sizes: dict, n: int, done: int) -> None:
+    """n changes: price updates of min(n, parts) parts, the rest as new links (existing devices and
+    parts, pairs neither the load nor the `done` earlier batches made)."""
+    parts = sizes["parts"]
+    pids = rng.sample(range(1, parts + 1), min(n, parts))
+    db.execute("UPDATE parts SET price = price + 1 WHERE pid = ANY(%s)", (pids,))
+    extra = n - len(pids)
+    if extra > 0:
+        devices = sizes["devices"]
+        k0 = 11 + 10 * done
+        per = -(-extra // devices)  # new links per device
+        db.execute("INSERT INTO devices_parts SELECT d, 1 + ((d::bigint * 7919 + k * 104729) %% %s) "
+                   "FROM generate_series(1, %s) d, generate_series(%s, %s) k LIMIT %s ON CONFLICT DO NOTHING",
+                   (parts, devices, k0, k0 + per - 1, extra))
+
+
+def _runs(masters: list[str]) -> list[tuple[str, str | None]]:
+    """(view name, Spark master or None for the PostgreSQL engine)."""
+    return [("v_postgres", None)] + [(f"v_spark_{i}", m) for i, m in enumerate(masters)]
+
+
+def _maintain(engine, dsn: str, view: str, master: str | None):
+    """One maintenance of `view`, on Spark with `master` if given (its session started beforehand,
+    untimed): (seconds, report)."""
+    if master is not None:
+        from ..engines.spark.session import spark_session
+        from ..engines.spark.settings import SparkSettings
+
+        os.environ["IDIVM_SPARK_MASTER"] = master
+        spark_session(SparkSettings.from_env(dsn))
+    t0 = time.perf_counter()
+    report = engine.maintain(view, engine="spark" if master else "postgres")
+    return time.perf_counter() - t0, report
+
+
+def _parts(seconds: float, report) -> dict:
+    b = report.breakdown
+    spark = b.get("spark", 0.0)
+    return {"total": seconds, "i-diffs": b["i-diffs"], "spark": spark, "spark copy": b.get("spark copy", 0.0),
+            "apply": b["view"] + b["cache"], "other": seconds - b["i-diffs"] - spark - b["view"] - b["cache"]}
+
+
 def run(dsn: str | None = None, scale: float = 0.02, batches: str = "200,10000", rounds: int = 3,
-        out: str = "bench-results/bench_spark.json", keep: bool = False) -> int:
+        out: str = "bench-results/bench_spark.json", keep: bool = False, masters: str = "local[2]") -> int:
     sizes_of_batches = [int(b) for b in batches.split(",") if b.strip()]
+    spark_masters = [m.strip() for m in masters.split(",") if m.strip()]
+    runs = _runs(spark_masters)
+    saved_master = os.environ.get("IDIVM_SPARK_MASTER")
+    starts: dict[str, float] = {}
     with scratch_database(dsn, keep) as (bench_dsn, version):
         with psycopg.connect(bench_dsn, autocommit=True) as db:
             sizes = timed_load(load, db, scale)
             engine = api.connect(bench_dsn)
-            for e in ENGINES:
-                engine.register_view(f"v_{e}", VIEW)
+            for view, _ in runs:
+                engine.register_view(view, VIEW)
             rng = random.Random(7)
             db.execute("UPDATE parts SET price = price + 1 WHERE pid = 1")
-            t0 = time.perf_counter()
-            engine.maintain("v_spark", engine="spark")  # starts the session
-            first = time.perf_counter() - t0
-            engine.maintain("v_postgres")
-            times = {(e, n): [] for e in ENGINES for n in sizes_of_batches}
-            in_spark = {n: [] for n in sizes_of_batches}
-            for n in sizes_of_batches:
-                for r in range(rounds):
-                    pids = rng.sample(range(1, sizes["parts"] + 1), min(n, sizes["parts"]))
-                    db.execute("UPDATE parts SET price = price + 1 WHERE pid = ANY(%s)", (pids,))
-                    for e in (ENGINES if r % 2 == 0 else ENGINES[::-1]):
-                        t0 = time.perf_counter()
-                        report = engine.maintain(f"v_{e}", engine=e)
-                        times[(e, n)].append(time.perf_counter() - t0)
-                        if e == "spark":
-                            in_spark[n].append(report.breakdown.get("spark", 0.0))
-            equal = {e: engine.verify(f"v_{e}").ok for e in ENGINES}
+            for view, master in runs:  # each session started and warmed, untimed
+                t0 = time.perf_counter()
+                _maintain(engine, bench_dsn, view, master)
+                starts[master or "postgres"] = time.perf_counter() - t0
+            timings = {(v, n): [] for v, _ in runs for n in sizes_of_batches}
+            changes = {n: [] for n in sizes_of_batches}
+            try:
+                for n in sizes_of_batches:
+                    for r in range(rounds):
+                        _batch(db, rng, sizes, n, sum(map(len, changes.values())))  # a new round of links each time
+                        for view, master in (runs if r % 2 == 0 else runs[::-1]):
+                            seconds, report = _maintain(engine, bench_dsn, view, master)
+                            timings[(view, n)].append(_parts(seconds, report))
+                            if master is None:
+                                changes[n].append(report.changes)
+                        print(f"  batch {n}: round {r + 1} of {rounds} done", flush=True)
+            finally:
+                if saved_master is None:
+                    os.environ.pop("IDIVM_SPARK_MASTER", None)
+                else:
+                    os.environ["IDIVM_SPARK_MASTER"] = saved_master
+            equal = {v: engine.verify(v).ok for v, _ in runs}
             engine.close()
     results, rows = [], []
     for n in sizes_of_batches:
-        entry = {"batch": n, **{e: summary(times[(e, n)]) for e in ENGINES}, "spark_part": summary(in_spark[n])}
+        entry = {"batch": n, "effective_changes": changes[n], "runs": {}}
+        for view, master in runs:
+            t = timings[(view, n)]
+            label = master or "postgres"
+            entry["runs"][label] = {k: summary([x[k] for x in t]) for k in t[0]}
+            med = {k: v["median"] for k, v in entry["runs"][label].items()}
+            pg = entry["runs"]["postgres"]["total"]["median"]
+            rows.append([n, label, med["total"] * 1000, med["i-diffs"] * 1000, med["spark"] * 1000,
+                         med["spark copy"] * 1000, med["apply"] * 1000, f"{med['total'] / pg:.2f}x"])
         results.append(entry)
-        pg, sp, part = entry["postgres"]["median"], entry["spark"]["median"], entry["spark_part"]["median"]
-        rows.append([n, pg * 1000, sp * 1000, part * 1000, (sp - pg) * 1000, f"{sp / pg:.1f}x"])
     ok = all(equal.values())
     print(f"Spark engine vs PostgreSQL engine, view V at scale {scale} ({sizes}); medians of {rounds} rounds; "
-          f"PostgreSQL {version}; Spark session start + first maintenance: {first:.1f} s")
-    print_table(["batch", "postgres ms", "spark ms", "in Spark ms", "overhead ms", "spark/postgres"], rows)
+          f"PostgreSQL {version}; session start + first maintenance (s): "
+          + ", ".join(f"{k} {v:.1f}" for k, v in starts.items()))
+    print_table(["batch", "engine", "total ms", "i-diffs ms", "in Spark ms", "of which copy ms", "apply ms",
+                 "vs postgres"], rows)
     plot_path = out.replace(".json", ".png")
     plot(results, plot_path)
     write_json(out, {"benchmark": "spark", "machine": machine(), "postgresql": version, "view": VIEW,
-                     "parameters": {"scale": scale, "batches": sizes_of_batches, "rounds": rounds},
-                     "sizes": sizes, "first_spark_maintenance_seconds": first, "results": results,
+                     "parameters": {"scale": scale, "batches": sizes_of_batches, "rounds": rounds,
+                                    "masters": spark_masters},
+                     "sizes": sizes, "session_start_seconds": starts, "results": results,
                      "views_equal_recomputation": equal, "plots": [plot_path]})
     print(f"views equal recomputation: {ok}; json: {out}; plot: {plot_path}")
     return 0 if ok else 1
@@ -94,11 +154,14 @@ def run(dsn: str | None = None, scale: float = 0.02, batches: str = "200,10000",
 
 def plot(results: list[dict], path: str) -> None:
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(5, 3.5))
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
     batches = [r["batch"] for r in results]
-    for key, label, color in (("postgres", "PostgreSQL engine", "tab:blue"), ("spark", "Spark engine", "tab:orange"),
-                              ("spark_part", "of which in Spark", "tab:red")):
-        ax.plot(batches, [r[key]["median"] * 1000 for r in results], marker="o", label=label, color=color)
+    for label in results[0]["runs"]:
+        name = "PostgreSQL engine" if label == "postgres" else f"Spark engine, {label}"
+        ax.plot(batches, [r["runs"][label]["total"]["median"] * 1000 for r in results], marker="o", label=name)
+        if label != "postgres":
+            ax.plot(batches, [r["runs"][label]["spark"]["median"] * 1000 for r in results], linestyle=":",
+                    label=f"of which in Spark, {label}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("changes per batch")
@@ -108,5 +171,9 @@ def plot(results: list[dict], path: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    a = batches_parser(__doc__, "bench-results/bench_spark.json", 0.02, "0.02 = 100k devices and parts, 1M links", "200,10000").parse_args(argv)
-    return run(a.dsn, a.scale, a.batches, a.rounds, a.out, a.keep)
+    ap = batches_parser(__doc__, "bench-results/bench_spark.json", 0.02,
+                        "0.02 = 100k devices and parts, 1M links; 0.2 = 1M and 10M", "200,10000")
+    ap.add_argument("--masters", default="local[2]",
+                    help="comma-separated Spark masters, one view copy each (e.g. local[1],local[2])")
+    a = ap.parse_args(argv)
+    return run(a.dsn, a.scale, a.batches, a.rounds, a.out, a.keep, a.masters)

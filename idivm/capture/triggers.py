@@ -102,6 +102,7 @@ def ensure_capture(conn: Connection, info: TableInfo, threshold: Threshold) -> i
     (operate/policy.py decides it)."""
     existing = catalog.captured_id(conn, info.schema, info.name)
     if existing is not None:
+        catalog.set_captured_key(conn, existing, list(info.key))
         return existing
     cid = catalog.insert_captured(conn, info.schema, info.name, list(info.key))
     log = log_table(cid)

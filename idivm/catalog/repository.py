@@ -83,15 +83,15 @@ def set_deferred_from_now(conn: Connection, view_id: int) -> None:
                          "last_snapshot = CAST(pg_current_snapshot() AS text) WHERE id = :v"), {"v": view_id})
 
 
-POLICY_COLUMNS = ("policy_every", "policy_max_pending", "policy_max_staleness")
+POLICY_COLUMNS = ("policy_every", "policy_max_pending", "policy_max_staleness", "policy_engine")
 
 
 def set_policy(conn: Connection, view_id: int, values: dict[str, float | int | None], reset: bool = False) -> None:
     """Store the given policy settings (column -> value; None leaves a setting as it is); reset first
     clears all of them."""
     if reset:
-        conn.execute(sa.text("UPDATE idivm.views SET policy_every = NULL, policy_max_pending = NULL, "
-                             "policy_max_staleness = NULL WHERE id = :v"), {"v": view_id})
+        conn.execute(sa.text("UPDATE idivm.views SET " + ", ".join(f"{c} = NULL" for c in POLICY_COLUMNS)
+                             + " WHERE id = :v"), {"v": view_id})
     for column, value in values.items():
         assert column in POLICY_COLUMNS, column
         if value is not None:
@@ -101,10 +101,9 @@ def set_policy(conn: Connection, view_id: int, values: dict[str, float | int | N
 def copy_policy(conn: Connection, source: sa.Row, schema: str, name: str) -> None:
     """Give the view schema.name the policy settings of a view row (a rebuilt view keeps its policy)."""
     conn.execute(sa.text(
-        "UPDATE idivm.views SET policy_every = :e, policy_max_pending = :p, policy_max_staleness = :s "
-        "WHERE schema_name = :sc AND view_name = :n"),
-        {"e": source.policy_every, "p": source.policy_max_pending, "s": source.policy_max_staleness,
-         "sc": schema, "n": name})
+        "UPDATE idivm.views SET " + ", ".join(f"{c} = :{c}" for c in POLICY_COLUMNS)
+        + " WHERE schema_name = :sc AND view_name = :n"),
+        {**{c: getattr(source, c) for c in POLICY_COLUMNS}, "sc": schema, "n": name})
 
 
 def notify_threshold(conn: Connection, captured_id: int, default_max_pending: int) -> int:
@@ -285,6 +284,13 @@ def insert_captured(conn: Connection, schema: str, table: str, key: list[str]) -
     ).scalar_one()
 
 
+def set_captured_key(conn: Connection, captured_id: int, key: list[str]) -> None:
+    """The table's primary key as it is now (a view rebuilt after its key changed keeps the capture)."""
+    conn.execute(sa.text("UPDATE idivm.captured_tables SET key_columns = CAST(:k AS json) WHERE id = :c "
+                         "AND CAST(key_columns AS text) IS DISTINCT FROM CAST(CAST(:k AS json) AS text)"),
+                 {"k": json.dumps(key), "c": captured_id})
+
+
 def set_capture_objects(conn: Connection, captured_id: int, log_table: str, function: str) -> None:
     conn.execute(sa.text("UPDATE idivm.captured_tables SET log_table = :l, capture_function = :f WHERE id = :id"),
                  {"l": log_table, "f": function, "id": captured_id})
@@ -294,6 +300,10 @@ def captured_table(conn: Connection, captured_id: int) -> sa.Row:
     """schema_name, table_name, log_table, capture_function of a captured table."""
     return conn.execute(sa.text("SELECT schema_name, table_name, log_table, capture_function "
                                 "FROM idivm.captured_tables WHERE id = :id"), {"id": captured_id}).one()
+
+
+def captured_ids(conn: Connection) -> set[int]:
+    return set(conn.execute(sa.text("SELECT id FROM idivm.captured_tables")).scalars().all())
 
 
 def captured_tables_now(conn: Connection) -> list[sa.Row]:

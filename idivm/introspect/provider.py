@@ -3,6 +3,7 @@ PostgreSQL's catalog, inside the registering transaction (probes run in savepoin
 rolled back, so nothing is left behind)."""
 from __future__ import annotations
 
+import contextlib
 import re
 
 import psycopg
@@ -19,6 +20,19 @@ _CALLS = re.compile(r":(funcid|opfuncid|opno|aggfnoid) (\d+)")
 PROBE = "pg_temp.idivm_volatility_probe"
 
 
+@contextlib.contextmanager
+def probe(conn: Connection):
+    """A savepoint that is rolled back and released whatever happens inside: the transaction is left
+    as it was, at its top level (SQLAlchemy's nested transaction, rolled back, stays open as a
+    subtransaction, and a transaction inside one cannot export its snapshot for Spark)."""
+    run(conn, "SAVEPOINT idivm_probe")
+    try:
+        yield
+    finally:
+        run(conn, "ROLLBACK TO SAVEPOINT idivm_probe")
+        run(conn, "RELEASE SAVEPOINT idivm_probe")
+
+
 class PostgresSchema:
     def __init__(self, conn: Connection):
         self.conn = conn
@@ -31,16 +45,14 @@ class PostgresSchema:
         that is rolled back, and the functions, operators and aggregates its stored query tree calls
         (pg_rewrite.ev_action) are looked up in pg_proc."""
         conn = self.conn
-        with conn.begin_nested() as savepoint:
+        with probe(conn):
             try:
                 run(conn, f"CREATE TEMP VIEW {PROBE} AS SELECT 1 AS x FROM ({tree.sql('postgres')}) AS q")
             except psycopg.Error as e:
-                savepoint.rollback()
                 first = str(e).splitlines()[0]
                 raise UnsupportedQuery(f"PostgreSQL rejected the view's query: {first}") from None
             action = conn.execute(sa.text("SELECT CAST(ev_action AS text) FROM pg_rewrite "
                                           "WHERE ev_class = CAST(:probe AS regclass)"), {"probe": PROBE}).scalar()
-            savepoint.rollback()
         calls = _CALLS.findall(action or "")
         functions = {int(n) for kind, n in calls if kind != "opno"}
         operators = {int(n) for kind, n in calls if kind == "opno"}
@@ -54,12 +66,10 @@ class PostgresSchema:
 
     def has_equality(self, type_name: str) -> bool:
         """What maintenance needs of a type: = (IS DISTINCT FROM) and grouping."""
-        with self.conn.begin_nested() as savepoint:
+        with probe(self.conn):
             try:
                 run(self.conn, f"SELECT x FROM (SELECT CAST(NULL AS {type_name}) AS x) AS s "
                                "WHERE x IS NOT DISTINCT FROM x GROUP BY x")
                 return True
             except psycopg.Error:
                 return False
-            finally:
-                savepoint.rollback()

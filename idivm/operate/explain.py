@@ -13,11 +13,13 @@ from ..names import display_name
 from ..program.printer import format_program
 from ..program.serialize import from_json
 from ..strategies.higher_order.target import STRATEGY as HIGHER_ORDER
+from .engine_choice import engine_summary
 from .registry import compile_program
 
 
-def explain_view(conn: Connection, row: sa.Row) -> str:
-    """The stored view: plan, i-diff schemas, rule DAG, Δ-program and the statements maintenance runs."""
+def explain_view(conn: Connection, row: sa.Row, spark_settings=None) -> str:
+    """The stored view: plan, i-diff schemas, rule DAG, Δ-program and the statements maintenance runs;
+    with the Spark settings in effect, its engine policy and the cost model's choice too."""
     schemas = catalog.diff_schema_labels(conn, row.id)
     derivs = catalog.derivations(conn, row.id)
     chosen = [d for d in derivs if d.startswith("strategy auto:")]  # operate/registry.py records the choice
@@ -42,6 +44,8 @@ def explain_view(conn: Connection, row: sa.Row) -> str:
     parts.append("Δ-script (PostgreSQL):\n" + _indent(script))
     if program is not None:  # step numbers as in the Δ-script above
         parts.append("under --engine spark (docs/spark.md), Spark computes:\n" + _indent(spark_plan(from_json(program))))
+    if spark_settings is not None and row.mode == "deferred":
+        parts.append("engine (docs/spark.md, \"Choosing the engine\"):\n" + _indent(engine_summary(conn, row, spark_settings)))
     return "\n\n".join(parts)
 
 

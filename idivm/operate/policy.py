@@ -25,10 +25,12 @@ class Policy:
     every: float = 60.0
     max_pending: int = 10_000
     max_staleness: float | None = None
+    engine: str | None = None  # postgres, spark or auto (operate/engine_choice.py); None: the default engine
 
     def __str__(self) -> str:
         stale = f"{self.max_staleness:g}s" if self.max_staleness is not None else "none"
-        return f"every {self.every:g}s, max pending {self.max_pending}, max staleness {stale}"
+        engine = f", engine {self.engine}" if self.engine else ""
+        return f"every {self.every:g}s, max pending {self.max_pending}, max staleness {stale}{engine}"
 
 
 DEFAULT = Policy()
@@ -40,6 +42,7 @@ def policy_of(row, default: Policy = DEFAULT) -> Policy:
         every=row.policy_every if row.policy_every is not None else default.every,
         max_pending=row.policy_max_pending if row.policy_max_pending is not None else default.max_pending,
         max_staleness=row.policy_max_staleness if row.policy_max_staleness is not None else default.max_staleness,
+        engine=row.policy_engine if row.policy_engine is not None else default.engine,
     )
 
 

@@ -11,7 +11,7 @@ from ..capture import drop_capture, ensure_capture
 from ..capture.triggers import reinstall_functions
 from ..catalog import repository as catalog
 from ..engines.postgres import immediate
-from ..engines.postgres.materialize import create_tables
+from ..engines.postgres.materialize import Fill, create_as, create_tables
 from ..engines.postgres.render import render, sql as pg_sql
 from ..errors import IdivmError, UnknownObject
 from ..frontend.build_plan import compile_view_sql
@@ -29,10 +29,13 @@ from .policy import notify_threshold
 MODES = ("deferred", "immediate")
 
 
-def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy: str, minimized: bool) -> None:
+def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy: str, minimized: bool,
+                    fill: Fill = create_as) -> None:
     """Compile the view, store its program and rendered statements, install capture on its base
     tables and create and fill its table, in the caller's transaction (whose snapshot must be taken
-    after writers to the base tables are blocked, so the fill and the first logged change meet)."""
+    after writers to the base tables are blocked, so the fill and the first logged change meet).
+    `fill` creates each table from its query (engines/postgres/materialize.py: PostgreSQL's own
+    CREATE TABLE AS, or the Spark engine's)."""
     compiled = compile_view_sql(PostgresSchema(conn), sql)
     shown = f"{schema}.{view}"
     if conn.execute(sa.text("SELECT to_regclass(:q) IS NOT NULL"), {"q": qualified(schema, view)}).scalar():
@@ -70,7 +73,7 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
         catalog.insert_statement(conn, view_id, pos, st.phase, st.purpose, text, st.driven_by, st.role)
     for pos, text in enumerate(program.derivations):
         catalog.insert_derivation(conn, view_id, pos, text)
-    create_tables(conn, target)
+    create_tables(conn, target, fill)
     note = string_literal(f"maintained by idivm ({strategy}): {sql}")
     run(conn, f"COMMENT ON TABLE {qualified(schema, view)} IS {note}")
 
@@ -119,7 +122,10 @@ def make_immediate_locked(conn: Connection, schema: str, view: str) -> None:
     sync_immediate(conn)
 
 
-def drop_locked(conn: Connection, row: sa.Row) -> None:
+def drop_locked(conn: Connection, row: sa.Row, keep_capture: bool = False) -> None:
+    """Drop a view's tables and catalog rows, and the capture no other view needs (keep_capture: a
+    rebuild re-registers the view at once; `drop_unread_capture` then removes what it no longer
+    reads. Dropping a trigger locks its table against readers, Spark's fill among them)."""
     inputs = catalog.input_ids(conn, row.id)
     run(conn, f"DROP TABLE IF EXISTS {qualified(row.schema_name, row.view_name)}")
     run(conn, f"DROP TABLE IF EXISTS {qualified('idivm', cache_name(row.id))}")
@@ -130,13 +136,26 @@ def drop_locked(conn: Connection, row: sa.Row) -> None:
     catalog.delete_view(conn, row.id)
     if row.mode == "immediate":
         sync_immediate(conn)
+    own = catalog.captured_id(conn, row.schema_name, row.view_name)  # its table, read by views dropped before it
+    if own is not None and not catalog.is_read(conn, own):
+        drop_capture(conn, own)  # the table is gone: nothing is locked
+    if not keep_capture:
+        drop_unread_capture(conn, inputs)
+
+
+def drop_unread_capture(conn: Connection, captured_ids) -> None:
+    """Remove the capture of those tables no view reads any more; re-install the others' functions
+    (their notify thresholds follow the views that still read them)."""
     kept = []
-    for cid in inputs:
+    existing = catalog.captured_ids(conn)
+    for cid in captured_ids:
+        if cid not in existing:
+            continue  # the capture of a view table, dropped with it (drop_locked)
         if catalog.is_read(conn, cid):
             kept.append(cid)
         else:
             drop_capture(conn, cid)
-    reinstall_functions(conn, notify_threshold, kept)  # notify thresholds without this view's policy
+    reinstall_functions(conn, notify_threshold, kept)
 
 
 def sync_immediate(conn: Connection) -> None:

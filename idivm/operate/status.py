@@ -42,7 +42,7 @@ class ViewStatus:
             "consecutive_failures": s.consecutive_failures, "last_error": self.last_error,
             "stale": s.stale, "stale_reason": self.stale_reason,
             "policy": {"every_s": self.policy.every, "max_pending": self.policy.max_pending,
-                       "max_staleness_s": self.policy.max_staleness},
+                       "max_staleness_s": self.policy.max_staleness, "engine": self.policy.engine},
             "due": self.decision.due, "due_reason": self.decision.reason,
             "inputs": self.inputs,
         }

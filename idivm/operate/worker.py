@@ -64,8 +64,10 @@ def connection_lost(error: BaseException) -> bool:
 
 class Worker:
     def __init__(self, engine, default: Policy = DEFAULT, once: bool = False, grace: float = 10.0,
-                 out: TextIO | None = None):
+                 out: TextIO | None = None, run_engine: str | None = None):
         self.engine = engine
+        self.run_engine = run_engine  # as `maintain --engine`: None leaves it to each view's engine policy
+        self._scripts: dict = {}  # per engine; the Spark session stays warm across passes (engines/spark/session.py)
         self.default = default
         self.once = once
         self.grace = grace
@@ -158,8 +160,11 @@ class Worker:
         age = s.state.oldest_pending_at
         lag = (datetime.now(timezone.utc) - age).total_seconds() if age else None
         try:
+            used, chosen = self.engine.maintenance_engine(s.id, self.run_engine or s.policy.engine)
+            if used not in self._scripts:
+                self._scripts[used] = self.engine.maintenance_script(used)
             report = maintain_view(self.engine.sa, s.id, s.view, wait=False, on_connection=self._started,
-                                   is_failure=lambda e: not self.stopping.is_set())
+                                   is_failure=lambda e: not self.stopping.is_set(), script=self._scripts[used])
         except Busy:
             self.log("busy", view=s.view)
             return False
@@ -177,7 +182,8 @@ class Worker:
             self._current = None
         self.log("maintained", view=s.view, reason=s.decision.reason, pending=s.state.pending,
                  oldest_pending_age_s=round(lag, 3) if lag is not None else None, changes=report.changes,
-                 statements=report.statements, rows=report.rows_affected, ms=round(report.seconds * 1000, 2))
+                 statements=report.statements, rows=report.rows_affected, ms=round(report.seconds * 1000, 2),
+                 engine=report.engine, **({"chosen": chosen} if chosen else {}))
         return True
 
     def _started(self, dbapi_connection) -> None:

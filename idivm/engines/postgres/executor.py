@@ -46,6 +46,7 @@ class MaintenanceReport:
 
     engine: str = "postgres"  # the engine that computed the diffs (DESIGN: a run names the engine it used)
     offloaded: int = 0  # statements whose diffs another engine computed (the Spark engine)
+    chosen: str | None = None  # why this engine, when `--engine auto` chose it (operate/engine_choice.py)
 
     skipped: str | None = None  # why the view was not maintained (maintaining all views skips stale ones)
     failed: str | None = None  # why its maintenance failed (rolled back; maintaining several views goes on)
@@ -56,8 +57,9 @@ class MaintenanceReport:
         if self.skipped:
             return f"{self.view}: skipped: {self.skipped}"
         on = f" on {self.engine} ({self.offloaded} diff sources computed there)" if self.engine != "postgres" else ""
+        why = f"; {self.chosen}" if self.chosen else ""
         return (f"{self.view}: {self.changes} effective changes, {self.statements} statements, "
-                f"{self.rows_affected} view rows touched in {self.seconds * 1000:.1f} ms{on}")
+                f"{self.rows_affected} view rows touched in {self.seconds * 1000:.1f} ms{on}{why}")
 
 
 class Busy(IdivmError):

@@ -1,8 +1,13 @@
 """Initial materialization: the tables a registered view consists of, filled in registration's snapshot."""
 from __future__ import annotations
 
+from typing import Callable
+
+from sqlglot import exp
+
 from ...algebra.plan import BRANCH_COLUMN, scans
 from ...frontend.build_plan import parse_one
+from ...program.trees import alias, select, subquery, union_all
 from ...strategies.aggregate import group_select
 from ...strategies.aggregate_target import AggregateTarget
 from ...strategies.higher_order.target import HigherOrderTarget
@@ -18,11 +23,21 @@ from .render import MAP_UNIT, sql
 # 14 buffer accesses per row before.
 WITH_STORAGE = "WITH (fillfactor = 90)"
 
+# How a table is created and filled from its defining query: `fill(conn, table, query)`. PostgreSQL
+# runs CREATE TABLE AS; the Spark engine computes the rows of a query over base tables on Spark
+# (engines/spark/materialize.py) and creates the table as PostgreSQL types the same query.
+Fill = Callable[[object, str, exp.Query], None]
 
-def create_spj_table(conn, target: Target) -> None:
+
+def create_as(conn, table: str, query: exp.Query) -> None:
+    """CREATE TABLE table AS query, in PostgreSQL."""
+    run(conn, f"CREATE TABLE {table} {WITH_STORAGE} AS\n{sql(query)}")
+
+
+def create_spj_table(conn, target: Target, fill: Fill = create_as) -> None:
     """The SPJ view (or intermediate cache), keyed by its hidden IDs, each scan's IDs indexed."""
     plan, table = target.plan, table_of(target)
-    run(conn, f"CREATE TABLE {table} {WITH_STORAGE} AS\n{sql(full_query(target))}")
+    fill(conn, table, full_query(target))
     run(conn, f"ALTER TABLE {table} ADD PRIMARY KEY ({', '.join(ident(i.name) for i in plan.ids)})")
     declare_not_null(conn, table, plan.never_null_outputs())
     index_scan_ids(conn, table, plan)
@@ -50,11 +65,10 @@ def index_group_keys(conn, table: str, plan) -> None:
         run(conn, f"CREATE INDEX ON {table} ({', '.join(ident(c) for c in stable)})")
 
 
-def create_union_table(conn, t: UnionTarget) -> None:
+def create_union_table(conn, t: UnionTarget, fill: Fill = create_as) -> None:
     """UNION ALL: one table, a partial unique index on each branch's IDs (which also serves lookups)."""
     table = table_of(t)
-    selects = [sql(full_query(b, t.all_ids)) for b in t.branches]
-    run(conn, f"CREATE TABLE {table} {WITH_STORAGE} AS\n" + "\nUNION ALL\n".join(f"({q})" for q in selects))
+    fill(conn, table, union_all([full_query(b, t.all_ids) for b in t.branches]))
     for b in t.branches:
         ids = ", ".join(ident(i.name) for i in b.plan.ids)
         run(conn, f"CREATE UNIQUE INDEX ON {table} ({ids}) WHERE ({ident(BRANCH_COLUMN)} = {int(b.branch)})")
@@ -62,10 +76,10 @@ def create_union_table(conn, t: UnionTarget) -> None:
     index_group_keys(conn, table, t.union.branches[0])  # every branch has the same output names
 
 
-def create_tables(conn, target) -> None:
+def create_tables(conn, target, fill: Fill = create_as) -> None:
     """Create, fill and ANALYZE whatever a target consists of (SPJ view, UNION ALL, grouped view + cache):
     without statistics the first maintenances' plans over a fresh cache or view can be far off."""
-    _create(conn, target)
+    _create(conn, target, fill)
     for table in tables_of(target):
         run(conn, f"ANALYZE {table}")
 
@@ -83,17 +97,17 @@ def tables_of(target) -> list[str]:
     return [table_of(target)]
 
 
-def create_higher_order_tables(conn, t: HigherOrderTarget) -> None:
+def create_higher_order_tables(conn, t: HigherOrderTarget, fill: Fill = create_as) -> None:
     """Each map filled from its definition and keyed by its keys (a map without keys by the constant
     MAP_UNIT column, as the engine's AddToMap expects; keys that may be NULL by a unique index NULLS
     NOT DISTINCT), with an index for each other way the trigger programs look it up; then the view
     table, typed as PostgreSQL types the view's query, filled from the top-level maps."""
-    for name, keys, nullable, fill in t.map_fills():
+    for name, keys, nullable, query in t.map_fills():
         table = qualified("idivm", name)
-        if keys:
-            run(conn, f"CREATE TABLE {table} {WITH_STORAGE} AS\n{sql(fill)}")
-        else:
-            run(conn, f"CREATE TABLE {table} {WITH_STORAGE} AS\nSELECT TRUE AS {ident(MAP_UNIT)}, f.* FROM ({sql(fill)}) AS f")
+        if not keys:
+            query = select([alias(exp.true(), MAP_UNIT), exp.Column(this=exp.Star(), table=exp.to_identifier("f"))],
+                           [subquery(query, "f")])
+        fill(conn, table, query)
         _unique(conn, table, keys or [MAP_UNIT], bool(nullable))
     for name, lookups in t.map_lookups().items():
         for cols in lookups:
@@ -125,14 +139,14 @@ def _unique(conn, table: str, columns: list[str], nullable: bool) -> None:
         run(conn, f"ALTER TABLE {table} ADD PRIMARY KEY ({cols})")
 
 
-def _create(conn, target) -> None:
+def _create(conn, target, fill: Fill) -> None:
     if isinstance(target, HigherOrderTarget):
-        create_higher_order_tables(conn, target)
+        create_higher_order_tables(conn, target, fill)
     elif isinstance(target, AggregateTarget):
         if not target.agg.no_cache:
-            _create(conn, target.cache)
+            _create(conn, target.cache, fill)
         table = table_of(target)
-        run(conn, f"CREATE TABLE {table} {WITH_STORAGE} AS\n{sql(group_select(target, restrict=False))}")
+        fill(conn, table, group_select(target, restrict=False))
         if target.agg.keys:
             cols = ", ".join(ident(c) for c in target.agg.id_names)
             declare_not_null(conn, table, target.agg.never_null_outputs())
@@ -142,6 +156,6 @@ def _create(conn, target) -> None:
             else:
                 run(conn, f"CREATE UNIQUE INDEX ON {table} ({cols}) NULLS NOT DISTINCT")
     elif isinstance(target, UnionTarget):
-        create_union_table(conn, target)
+        create_union_table(conn, target, fill)
     else:
-        create_spj_table(conn, target)
+        create_spj_table(conn, target, fill)

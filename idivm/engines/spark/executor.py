@@ -12,8 +12,7 @@ Spark's rows are copied into a temporary table of the transaction, typed by Post
 step's own source, and the step inserts from there. Every other step runs as PostgreSQL would run
 it, in the same transaction, so the view, the logs and the snapshot move together or not at all:
 a failed Spark job, a lost executor or a crash rolls the transaction back and the next run
-consumes the same window. Task retries cannot stage a row twice: nothing is written until the
-driver has the job's result.
+consumes the same window. Task retries cannot stage a row twice (engines/spark/staging.py).
 """
 from __future__ import annotations
 
@@ -36,50 +35,15 @@ from ...program.trees import conjuncts, select
 from ...sqltext import ident, qualified, run
 from ..postgres.executor import MaintenanceReport, Statement
 from ..postgres.render import delta_table, render_step, sql as pg_sql
-from .reads import check_types, export, read
+from .needs import needed_columns, relations
+from .progress import new_group, tracking
+from .reads import check_types, export, partitioning, read
 from .session import spark_session
 from .settings import SparkSettings
 from .spark_sql import spark_sql, view_name
+from .staging import copy_rows
 
 ENGINE = "spark"
-
-
-def _relations(tree: exp.Expression) -> list[R.Relation]:
-    out = []
-    for node in tree.find_all(exp.Table):
-        rel = R.relation_of(node)
-        if rel is not None and rel not in out:
-            out.append(rel)
-    return out
-
-
-def _needed(work: list[InsertRows]) -> dict[R.Relation, set[str] | None]:
-    """Per relation the steps read, the columns they name (None: all of them, where a column is
-    not qualified by an alias, a star reads every column, or one alias names different relations
-    in different parts of a step, e.g. UNION branches)."""
-    out: dict[R.Relation, set[str] | None] = {}
-    for st in work:
-        aliases: dict[str, set[R.Relation]] = {}
-        for node in st.source.find_all(exp.Table):
-            rel = R.relation_of(node)
-            if rel is not None:
-                aliases.setdefault(node.alias_or_name, set()).add(rel)
-                out.setdefault(rel, set())
-        everything = any(isinstance(s, exp.Star) and not isinstance(s.parent, exp.Count)
-                         for s in st.source.find_all(exp.Star))
-        for c in st.source.find_all(exp.Column):
-            rels = aliases.get(c.table, set())
-            everything = everything or not c.table
-            for rel in rels:
-                if len(rels) > 1:
-                    out[rel] = None
-                elif out[rel] is not None:
-                    out[rel].add(c.name)
-        if everything:
-            for rels in aliases.values():
-                for rel in rels:
-                    out[rel] = None
-    return out
 
 
 PUSHDOWN_LIMIT = 20_000  # at most this many distinct batch values are inlined into a base table's read
@@ -127,8 +91,13 @@ def offloadable(step: Step) -> bool:
     """A step whose rows Spark computes: an insert from i-diffs and base tables alone."""
     if not isinstance(step, InsertRows):
         return False
-    kinds = {rel.kind for rel in _relations(step.source)}
+    kinds = {rel.kind for rel in relations(step.source)}
     return R.DELTA in kinds and kinds <= {R.DELTA, R.BASE}
+
+
+def computes_anything(program) -> bool:
+    """Whether Spark would compute any of the program's diff sources."""
+    return any(offloadable(st) for st in program.ordered())
 
 
 def _key_filter(cur, equalities: list[tuple[str, int, str]]) -> str:
@@ -172,25 +141,26 @@ def spark_script(settings: SparkSettings):
         replaced: dict[int, Step] = {}
         if work:
             started = time.perf_counter()
-            replaced = _compute(conn, view_id, work, settings)
+            replaced, copying = _compute(conn, view_id, work, settings)
             report.offloaded = len(work)
             report.breakdown["spark"] = time.perf_counter() - started  # reads, Spark's jobs, the copy back
+            report.breakdown["spark copy"] = copying  # of which copying rows into PostgreSQL
         return [Statement(render_step(replaced.get(id(st), st)), st.driven_by, st.role) for st in steps]
 
     script.engine = ENGINE  # the report names it even when nothing changed
     return script
 
 
-def _compute(conn: Connection, view_id: int, work: list[InsertRows], settings: SparkSettings) -> dict[int, Step]:
+def _compute(conn: Connection, view_id: int, work: list[InsertRows], settings: SparkSettings) -> tuple[dict[int, Step], float]:
     """Each step's rows computed on Spark and staged in a temporary table of the transaction; the
-    steps rewritten to insert from there."""
+    steps rewritten to insert from there; and the seconds spent copying."""
     inputs = {t.id: t for t in catalog.view_inputs(conn, view_id, reflect=True)}
     by_name = {(t.schema_name, t.table_name): t for t in inputs.values()}
     cur = conn.connection.driver_connection.cursor()
     snapshot = export(cur)
     spark = spark_session(settings)
     pushdowns = _pushdowns(work)
-    for rel, names in _needed(work).items():
+    for rel, names in needed_columns([st.source for st in work]).items():
         t = inputs[int(rel.name)] if rel.kind == R.DELTA else by_name.get((rel.schema, rel.name))
         if t is None:
             raise IdivmError(f"the Spark engine reads only the view's captured tables, not {rel.label()}")
@@ -199,19 +169,22 @@ def _compute(conn: Connection, view_id: int, work: list[InsertRows], settings: S
             images = [c for c in info.column_names if names is None or {R.pre(c), R.post(c)} & names]
             columns = [R.KIND_COLUMN] + [i(c) for c in images for i in (R.pre, R.post)]
             source = f"({fold_select(info, log_images(t.log_table, catalog.unconsumed('l', view_id)))}) AS t"
+            ranges = None
         else:  # the columns the steps read (a row's presence alone still counts: NULL stands for none)
             images = columns = [c for c in info.column_names if names is None or c in names]
-            source = info.qualified + _key_filter(cur, pushdowns.get(rel, []))
+            where = _key_filter(cur, pushdowns.get(rel, []))
+            source = info.qualified + where
+            # a table read whole (no batch values to look up) is read in parallel ranges of its key
+            ranges = (partitioning(cur, info.qualified, info, settings.cores())
+                      if not where and info.key[0] in columns else None)
         check_types(display_name(t.schema_name, t.table_name), [(c, info.type_of(c)) for c in images])
         read(spark, settings, f"SELECT {', '.join(ident(c) for c in columns) or 'NULL'} FROM {source}", snapshot,
-             view_name(rel))
+             view_name(rel), ranges)
     out: dict[int, Step] = {}
-    for k, st in enumerate(work):
-        staged = f"idivm_staged_{k}"
-        run(conn, f"CREATE TEMP TABLE {qualified('pg_temp', staged)} ON COMMIT DROP AS {pg_sql(st.source)} WITH NO DATA")
-        rows = spark.sql(spark_sql(st.source)).toLocalIterator()
-        with cur.copy(f"COPY {qualified('pg_temp', staged)} FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(tuple(row))
-        out[id(st)] = replace(st, source=select([exp.Star()], [R.scratch(staged)]))
-    return out
+    with tracking(spark, new_group(f"maintain-{view_id}")) as tracker:
+        for k, st in enumerate(work):
+            staged = f"idivm_staged_{k}"
+            run(conn, f"CREATE TEMP TABLE {qualified('pg_temp', staged)} ON COMMIT DROP AS {pg_sql(st.source)} WITH NO DATA")
+            copy_rows(cur, qualified("pg_temp", staged), spark.sql(spark_sql(st.source)).toLocalIterator(), tracker)
+            out[id(st)] = replace(st, source=select([exp.Star()], [R.scratch(staged)]))
+    return out, tracker.copy_seconds

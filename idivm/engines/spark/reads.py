@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from ...errors import UnsupportedQuery
-from ...sqltext import string_literal
+from ...sqltext import ident, string_literal
 from .settings import SparkSettings
 
 SNAPSHOT_COLUMN = "__idivm_snapshot"
@@ -52,14 +52,55 @@ def export(cursor) -> Snapshot:
     return Snapshot(exported, text)
 
 
-def read(spark, settings: SparkSettings, query: str, snapshot: Snapshot, name: str):
-    """A temp view `name` of `query`'s rows as of `snapshot` (checked on every row)."""
+@dataclass(frozen=True)
+class Partitioning:
+    """Read in `parts` parallel ranges of an integer column between its lowest and highest value
+    (each range a JDBC connection of its own, each importing the snapshot)."""
+
+    column: str
+    low: int
+    high: int
+    parts: int
+
+
+# A Spark read that waits for a lock waits, through idivm, for the transaction that exported its
+# snapshot, or for DDL queued behind it: a cycle PostgreSQL cannot see (one side of it is a client).
+# After this long the read fails, and with it the maintenance, which the next run retries.
+LOCK_TIMEOUT = "60s"
+PARTITION_ROWS = 200_000  # a table estimated larger than this is read in ranges, one per core
+
+
+def partitioning(cursor, qualified_table: str, info, cores: int) -> Partitioning | None:
+    """Ranges of the table's first key column, if it is an integer and the table is large enough for
+    parallel reads to pay (PostgreSQL's estimate); its bounds read in the caller's snapshot."""
+    column = info.key[0]
+    if cores < 2 or info.type_of(column) not in ("smallint", "integer", "bigint"):
+        return None
+    estimate = cursor.execute("SELECT reltuples FROM pg_class WHERE oid = to_regclass(%s)", (qualified_table,)).fetchone()
+    if not estimate or estimate[0] < PARTITION_ROWS:
+        return None
+    low, high = cursor.execute(f"SELECT min({ident(column)}), max({ident(column)}) FROM {qualified_table}").fetchone()
+    if low is None or high <= low:
+        return None
+    return Partitioning(column, int(low), int(high), cores)
+
+
+def read(spark, settings: SparkSettings, query: str, snapshot: Snapshot, name: str,
+         partitions: Partitioning | None = None):
+    """A temp view `name` of `query`'s rows as of `snapshot` (checked on every row), read in
+    parallel ranges of a column `query` returns when `partitions` says so."""
     checked = f"SELECT q.*, CAST(pg_current_snapshot() AS text) AS {SNAPSHOT_COLUMN} FROM ({query}) AS q"
-    raw = (spark.read.format("jdbc").option("url", settings.jdbc_url).option("driver", "org.postgresql.Driver")
-           .option("query", checked).option("fetchsize", "10000")
-           .option("sessionInitStatement", "BEGIN ISOLATION LEVEL REPEATABLE READ; SET TRANSACTION SNAPSHOT "
-                   + string_literal(snapshot.exported))
-           .load())
+    reader = (spark.read.format("jdbc").option("url", settings.jdbc_url).option("driver", "org.postgresql.Driver")
+              .option("fetchsize", "10000")
+              .option("sessionInitStatement", "BEGIN ISOLATION LEVEL REPEATABLE READ; SET TRANSACTION SNAPSHOT "
+                      + string_literal(snapshot.exported) + f"; SET LOCAL lock_timeout = {string_literal(LOCK_TIMEOUT)}"))
+    if partitions is None:
+        reader = reader.option("query", checked)
+    else:  # Spark splits [low, high] into ranges of the column (the first and last open-ended)
+        reader = (reader.option("dbtable", f"({checked}) AS idivm_read")
+                  .option("partitionColumn", partitions.column).option("lowerBound", str(partitions.low))
+                  .option("upperBound", str(partitions.high + 1)).option("numPartitions", str(partitions.parts)))
+    raw = reader.load()
     columns = [c for c in raw.columns if c != SNAPSHOT_COLUMN]
     message = "idivm: a Spark read ran outside the maintenance transaction's snapshot"
     from pyspark.sql import functions as F

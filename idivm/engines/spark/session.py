@@ -39,6 +39,11 @@ def spark_session(settings: SparkSettings):
         return _session
 
 
+def is_warm(settings: SparkSettings) -> bool:
+    """Whether this process already runs a session for these settings (the next job skips the start)."""
+    return _session is not None and _settings == settings
+
+
 def stop() -> None:
     global _session, _settings
     with _lock:

@@ -8,12 +8,15 @@ Every setting has an environment variable; the CLI and the API pass explicit val
   libpostgresql-jdbc-java: no jar is downloaded at run time);
 - IDIVM_SPARK_JDBC_URL: the database as Spark's executors must see it (default: idivm's own DSN as
   a JDBC URL; on a cluster the executors may need another host name);
-- IDIVM_SPARK_CONF: extra Spark settings, "key=value" pairs separated by spaces.
+- IDIVM_SPARK_CONF: extra Spark settings, "key=value" pairs separated by spaces;
+- IDIVM_SPARK_CORES: the cores of a cluster whose master URL and conf do not say (the cost model
+  of `--engine auto` divides Spark's work by them).
 """
 from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 from dataclasses import dataclass, field
 from urllib.parse import quote
@@ -33,16 +36,41 @@ class SparkSettings:
     jar: str = DEFAULT_JAR
     jdbc_url: str = ""
     conf: dict[str, str] = field(default_factory=dict)
+    problem: str = ""  # why Spark cannot reach the database with these settings (check() raises it)
 
     @classmethod
     def from_env(cls, dsn: str, master: str | None = None, jar: str | None = None) -> "SparkSettings":
         conf = dict(pair.split("=", 1) for pair in os.environ.get("IDIVM_SPARK_CONF", "").split() if "=" in pair)
+        url, problem = os.environ.get("IDIVM_SPARK_JDBC_URL"), ""
+        if not url:
+            try:
+                url = jdbc_url(dsn)
+            except IdivmError as e:
+                url, problem = "", str(e)
         return cls(master=master or os.environ.get("IDIVM_SPARK_MASTER") or "local[*]",
-                   jar=jar or os.environ.get("IDIVM_SPARK_JDBC_JAR") or DEFAULT_JAR,
-                   jdbc_url=os.environ.get("IDIVM_SPARK_JDBC_URL") or jdbc_url(dsn), conf=conf)
+                   jar=jar or os.environ.get("IDIVM_SPARK_JDBC_JAR") or DEFAULT_JAR, jdbc_url=url, conf=conf,
+                   problem=problem)
+
+    def cores(self) -> int:
+        """How many cores Spark computes with, as the cost model counts them (engine_choice.py): N of
+        local[N] (every core of this machine for local[*]); on a cluster spark.cores.max, else
+        spark.executor.instances x spark.executor.cores, else IDIVM_SPARK_CORES, else 2."""
+        m = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", self.master.strip())
+        if m:
+            n = m.group(1)
+            return (os.cpu_count() or 1) if n == "*" else int(n or 1)
+        conf = self.conf
+        if conf.get("spark.cores.max", "").isdigit():
+            return int(conf["spark.cores.max"])
+        if conf.get("spark.executor.instances", "").isdigit():
+            return int(conf["spark.executor.instances"]) * int(conf.get("spark.executor.cores", "1") or 1)
+        env = os.environ.get("IDIVM_SPARK_CORES", "")
+        return int(env) if env.isdigit() and int(env) > 0 else 2
 
     def check(self) -> None:
         """One line saying what is missing, and how to install it."""
+        if self.problem:
+            raise IdivmError(self.problem)
         if importlib.util.find_spec("pyspark") is None:
             raise IdivmError(f"the Spark engine needs pyspark, which is not installed: {INSTALL}")
         if not os.path.isfile(self.jar):

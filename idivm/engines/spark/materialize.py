@@ -1,0 +1,77 @@
+"""Initial materialization and `refresh` on Spark (`register-view --engine spark`, docs/spark.md).
+
+Registration's transaction (operate/registry.py) creates every table a view consists of from its
+defining query, in the snapshot taken after writers were blocked. This engine's fill computes the
+rows of each query over base tables alone (the view's join, a grouped view's cache, a higher-order
+view's maps) on Spark, reading the base tables inside that transaction's exported snapshot, and
+copies them into the table, which PostgreSQL created empty from the same query (so its column
+types are exactly the ones PostgreSQL would have given it). Queries over tables the registration
+just created (a grouped view over its cache, a view filled from its maps, a view over a view that
+the same refresh rebuilt) read data no other session can see yet: PostgreSQL runs them, in the
+same transaction.
+Whatever fails (a Spark job, the copy, a later index) rolls the whole registration back.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+from sqlglot import exp
+
+from ...introspect.reflect import reflect_table
+from ...names import display_name
+from ...program import relations as R
+from ...sqltext import ident, qualified, run
+from ..postgres.materialize import WITH_STORAGE, create_as
+from ..postgres.render import sql as pg_sql
+from .needs import needed_columns, relations
+from .progress import ProgressCallback, new_group, tracking
+from .reads import check_types, export, partitioning, read
+from .session import spark_session
+from .settings import SparkSettings
+from .spark_sql import spark_sql, view_name
+from .staging import copy_rows
+
+
+def _committed(conn, rels: list[R.Relation]) -> bool:
+    """Whether other sessions (Spark's) see these very tables: a view over a view rebuilt in the same
+    transaction (refresh of a chain) reads a table that exists only in this transaction, while
+    other sessions still see the one it replaces (and would wait for this transaction's lock on it)."""
+    check = "SELECT CAST(to_regclass(:t) AS oid)"
+    names = [qualified(r.schema, r.name) for r in rels]
+    here = [conn.execute(sa.text(check), {"t": t}).scalar() for t in names]
+    with conn.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as other:
+        return here == [other.execute(sa.text(check), {"t": t}).scalar() for t in names]
+
+
+@dataclass
+class SparkFill:
+    """A `fill` (engines/postgres/materialize.py) that computes queries over base tables on Spark.
+    `computed` lists what it did: (table, rows, seconds)."""
+
+    settings: SparkSettings
+    progress: ProgressCallback | None = None
+    computed: list[tuple[str, int, float]] = field(default_factory=list)
+
+    def __call__(self, conn, table: str, query: exp.Query) -> None:
+        rels = relations(query)
+        if not rels or any(r.kind != R.BASE for r in rels) or not _committed(conn, rels):
+            create_as(conn, table, query)  # reads what this transaction just created
+            return
+        text = spark_sql(query)  # refuses, by name, what Spark would not compute exactly
+        started = time.perf_counter()
+        run(conn, f"CREATE TABLE {table} {WITH_STORAGE} AS\n{pg_sql(query)}\nWITH NO DATA")
+        cur = conn.connection.driver_connection.cursor()
+        snapshot = export(cur)
+        spark = spark_session(self.settings)
+        for rel, names in needed_columns([query]).items():
+            info = reflect_table(conn, rel.schema, rel.name)
+            columns = [c for c in info.column_names if names is None or c in names]
+            check_types(display_name(info.schema, info.name), [(c, info.type_of(c)) for c in columns])
+            ranges = partitioning(cur, info.qualified, info, self.settings.cores()) if info.key[0] in columns else None
+            read(spark, self.settings, f"SELECT {', '.join(ident(c) for c in columns) or 'NULL'} FROM {info.qualified}",
+                 snapshot, view_name(rel), ranges)
+        with tracking(spark, new_group("fill"), self.progress) as tracker:
+            rows = copy_rows(cur, table, spark.sql(text).toLocalIterator(), tracker)
+        self.computed.append((table, rows, time.perf_counter() - started))
