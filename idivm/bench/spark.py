@@ -21,6 +21,7 @@ import time
 import psycopg
 
 from .. import api
+from ..errors import first_line
 from .common import batches_parser, machine, timed_load, print_table, pyplot, save, scratch_database, summary, write_json
 
 VIEW = ("SELECT did, pid, price FROM parts NATURAL JOIN devices_parts NATURAL JOIN devices "
@@ -55,7 +56,7 @@ def _batch(db, rng: random.Random, sizes: dict, n: int, done: int) -> None:
         k0 = 11 + 10 * done
         per = -(-extra // devices)  # new links per device
         db.execute("INSERT INTO devices_parts SELECT d, 1 + ((d::bigint * 7919 + k * 104729) %% %s) "
-                   "FROM generate_series(1, %s) d, generate_series(%s, %s) k LIMIT %s ON CONFLICT DO NOTHING",
+                   "FROM generate_series(1, %s::int) d, generate_series(%s::int, %s::int) k LIMIT %s ON CONFLICT DO NOTHING",
                    (parts, devices, k0, k0 + per - 1, extra))
 
 
@@ -64,15 +65,20 @@ def _runs(masters: list[str]) -> list[tuple[str, str | None]]:
     return [("v_postgres", None)] + [(f"v_spark_{i}", m) for i, m in enumerate(masters)]
 
 
+def _session(dsn: str, master: str) -> None:
+    """Make `master` the Spark master of the next runs, its session started (untimed)."""
+    from ..engines.spark.session import spark_session
+    from ..engines.spark.settings import SparkSettings
+
+    os.environ["IDIVM_SPARK_MASTER"] = master
+    spark_session(SparkSettings.from_env(dsn))
+
+
 def _maintain(engine, dsn: str, view: str, master: str | None):
     """One maintenance of `view`, on Spark with `master` if given (its session started beforehand,
     untimed): (seconds, report)."""
     if master is not None:
-        from ..engines.spark.session import spark_session
-        from ..engines.spark.settings import SparkSettings
-
-        os.environ["IDIVM_SPARK_MASTER"] = master
-        spark_session(SparkSettings.from_env(dsn))
+        _session(dsn, master)
     t0 = time.perf_counter()
     report = engine.maintain(view, engine="spark" if master else "postgres")
     return time.perf_counter() - t0, report
@@ -92,12 +98,27 @@ def run(dsn: str | None = None, scale: float = 0.02, batches: str = "200,10000",
     runs = _runs(spark_masters)
     saved_master = os.environ.get("IDIVM_SPARK_MASTER")
     starts: dict[str, float] = {}
+    try:
+        return _run(dsn, scale, sizes_of_batches, rounds, out, keep, runs, spark_masters, starts)
+    finally:
+        if saved_master is None:
+            os.environ.pop("IDIVM_SPARK_MASTER", None)
+        else:
+            os.environ["IDIVM_SPARK_MASTER"] = saved_master
+
+
+def _run(dsn, scale, sizes_of_batches, rounds, out, keep, runs, spark_masters, starts) -> int:
     with scratch_database(dsn, keep) as (bench_dsn, version):
         with psycopg.connect(bench_dsn, autocommit=True) as db:
             sizes = timed_load(load, db, scale)
             engine = api.connect(bench_dsn)
-            for view, _ in runs:
-                engine.register_view(view, VIEW)
+            fills = {}
+            for view, master in runs:  # the initial fill, on the engine that then maintains the copy
+                if master is not None:
+                    _session(bench_dsn, master)
+                t0 = time.perf_counter()
+                engine.register_view(view, VIEW, engine="spark" if master else "postgres")
+                fills[master or "postgres"] = time.perf_counter() - t0
             rng = random.Random(7)
             db.execute("UPDATE parts SET price = price + 1 WHERE pid = 1")
             for view, master in runs:  # each session started and warmed, untimed
@@ -105,22 +126,21 @@ def run(dsn: str | None = None, scale: float = 0.02, batches: str = "200,10000",
                 _maintain(engine, bench_dsn, view, master)
                 starts[master or "postgres"] = time.perf_counter() - t0
             timings = {(v, n): [] for v, _ in runs for n in sizes_of_batches}
+            failures: dict[tuple[str, int], str] = {}
             changes = {n: [] for n in sizes_of_batches}
-            try:
-                for n in sizes_of_batches:
-                    for r in range(rounds):
-                        _batch(db, rng, sizes, n, sum(map(len, changes.values())))  # a new round of links each time
-                        for view, master in (runs if r % 2 == 0 else runs[::-1]):
+            for n in sizes_of_batches:
+                for r in range(rounds):
+                    _batch(db, rng, sizes, n, sum(map(len, changes.values())))  # a new round of links each time
+                    for view, master in (runs if r % 2 == 0 else runs[::-1]):
+                        try:
                             seconds, report = _maintain(engine, bench_dsn, view, master)
-                            timings[(view, n)].append(_parts(seconds, report))
-                            if master is None:
-                                changes[n].append(report.changes)
-                        print(f"  batch {n}: round {r + 1} of {rounds} done", flush=True)
-            finally:
-                if saved_master is None:
-                    os.environ.pop("IDIVM_SPARK_MASTER", None)
-                else:
-                    os.environ["IDIVM_SPARK_MASTER"] = saved_master
+                        except Exception as e:  # reported, and the sweep goes on (the run rolled back)
+                            failures.setdefault((view, n), first_line(e))
+                            continue
+                        timings[(view, n)].append(_parts(seconds, report))
+                        if master is None:
+                            changes[n].append(report.changes)
+                    print(f"  batch {n}: round {r + 1} of {rounds} done", flush=True)
             equal = {v: engine.verify(v).ok for v, _ in runs}
             engine.close()
     results, rows = [], []
@@ -129,24 +149,29 @@ def run(dsn: str | None = None, scale: float = 0.02, batches: str = "200,10000",
         for view, master in runs:
             t = timings[(view, n)]
             label = master or "postgres"
+            if not t:
+                entry["runs"][label] = {"failed": failures.get((view, n), "no run")}
+                rows.append([n, label, "failed: " + entry["runs"][label]["failed"][:60], "", "", "", "", ""])
+                continue
             entry["runs"][label] = {k: summary([x[k] for x in t]) for k in t[0]}
             med = {k: v["median"] for k, v in entry["runs"][label].items()}
-            pg = entry["runs"]["postgres"]["total"]["median"]
+            pg = entry["runs"]["postgres"].get("total", {}).get("median")
             rows.append([n, label, med["total"] * 1000, med["i-diffs"] * 1000, med["spark"] * 1000,
-                         med["spark copy"] * 1000, med["apply"] * 1000, f"{med['total'] / pg:.2f}x"])
+                         med["spark copy"] * 1000, med["apply"] * 1000, f"{med['total'] / pg:.2f}x" if pg else ""])
         results.append(entry)
-    ok = all(equal.values())
+    ok = all(equal.values()) and not failures
     print(f"Spark engine vs PostgreSQL engine, view V at scale {scale} ({sizes}); medians of {rounds} rounds; "
           f"PostgreSQL {version}; session start + first maintenance (s): "
           + ", ".join(f"{k} {v:.1f}" for k, v in starts.items()))
     print_table(["batch", "engine", "total ms", "i-diffs ms", "in Spark ms", "of which copy ms", "apply ms",
                  "vs postgres"], rows)
+    print("initial fill (register-view, s): " + ", ".join(f"{k} {v:.1f}" for k, v in fills.items()))
     plot_path = out.replace(".json", ".png")
     plot(results, plot_path)
     write_json(out, {"benchmark": "spark", "machine": machine(), "postgresql": version, "view": VIEW,
                      "parameters": {"scale": scale, "batches": sizes_of_batches, "rounds": rounds,
                                     "masters": spark_masters},
-                     "sizes": sizes, "session_start_seconds": starts, "results": results,
+                     "sizes": sizes, "session_start_seconds": starts, "fill_seconds": fills, "results": results,
                      "views_equal_recomputation": equal, "plots": [plot_path]})
     print(f"views equal recomputation: {ok}; json: {out}; plot: {plot_path}")
     return 0 if ok else 1
@@ -155,13 +180,15 @@ def run(dsn: str | None = None, scale: float = 0.02, batches: str = "200,10000",
 def plot(results: list[dict], path: str) -> None:
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    batches = [r["batch"] for r in results]
+    def series(label: str, key: str) -> tuple[list, list]:
+        done = [r for r in results if key in r["runs"][label]]
+        return [r["batch"] for r in done], [r["runs"][label][key]["median"] * 1000 for r in done]
+
     for label in results[0]["runs"]:
         name = "PostgreSQL engine" if label == "postgres" else f"Spark engine, {label}"
-        ax.plot(batches, [r["runs"][label]["total"]["median"] * 1000 for r in results], marker="o", label=name)
+        ax.plot(*series(label, "total"), marker="o", label=name)
         if label != "postgres":
-            ax.plot(batches, [r["runs"][label]["spark"]["median"] * 1000 for r in results], linestyle=":",
-                    label=f"of which in Spark, {label}")
+            ax.plot(*series(label, "spark"), linestyle=":", label=f"of which in Spark, {label}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("changes per batch")

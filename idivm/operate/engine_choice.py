@@ -34,12 +34,13 @@ TRUSTED_BATCH = 1_000
 
 @dataclass(frozen=True)
 class CostModel:
-    pg_fixed_s: float = 0.03  # a maintenance of a small batch (V at 200 changes: 36 ms)
-    pg_per_change_s: float = 25e-6  # default c (V at 10,000 changes: 249 ms)
+    # measured with scripts/bench_spark.py on view V (docs/benchmarks.md, "The Spark engine")
+    pg_fixed_s: float = 0.03  # a maintenance of a small batch (200 changes at scale 0.02: 36 ms)
+    pg_per_change_s: float = 25e-6  # default c (10,000 changes at scale 0.02: 249 ms; 33-79 µs at scale 0.2)
     spark_start_s: float = 13.0  # a session's start (13.3 s measured)
-    spark_fixed_s: float = 1.0  # per maintenance on a warm session (0.96-1.09 s measured)
-    spark_per_change_s: float = 40e-6  # per change and core, Spark's part (reads, joins, the copy back)
-    apply_share: float = 0.5  # of c, still paid in PostgreSQL (i-diffs, copy in, apply)
+    spark_fixed_s: float = 1.0  # per maintenance on a warm session (0.85-1.09 s measured)
+    spark_per_change_s: float = 25e-6  # per change and core, Spark's part (17 µs on 1 core, 29 on 2, at 5M changes)
+    apply_share: float = 0.9  # of c, still paid in PostgreSQL (i-diffs, apply): 78% at 5M changes, 108% at 1M
 
     @classmethod
     def from_env(cls) -> "CostModel":

@@ -79,6 +79,10 @@ def tracking(spark, group: str, callback: ProgressCallback | None = None):
         if callback is not None:
             poller.join()
             tracker.report(finished)
+        # Jobs whose result is no longer needed may still run (Spark can finish a query whose one
+        # side turned out empty while it still broadcasts the other): they would read through a
+        # snapshot that is about to end, and fail noisily. Stop them with the block.
+        cancel(spark, group)
         sc.setLocalProperty("spark.jobGroup.id", None)
 
 

@@ -27,7 +27,12 @@ def spark_session(settings: SparkSettings):
                    .config("spark.jars", settings.jar)
                    .config("spark.ui.enabled", "false")
                    .config("spark.ui.showConsoleProgress", "false")
-                   .config("spark.sql.shuffle.partitions", "4")
+                   # large batches: more, smaller result partitions (each comes back to the driver
+                   # whole: with 4, a 5M-change batch lost results from the block manager), and
+                   # memory for them; IDIVM_SPARK_CONF overrides any of these
+                   .config("spark.sql.shuffle.partitions", "16")
+                   .config("spark.driver.memory", "4g")
+                   .config("spark.driver.maxResultSize", "2g")
                    .config("spark.sql.session.timeZone", "UTC")
                    .config("spark.sql.caseSensitive", "true")  # PostgreSQL names are case-sensitive when quoted
                    .config("spark.sql.ansi.enabled", "true"))  # overflow raises, as in PostgreSQL, instead of wrapping
