@@ -20,8 +20,22 @@ _state: dict = {}
 
 @app.callback()
 def _main(dsn: Optional[str] = typer.Option(None, "--dsn", help="PostgreSQL DSN; else IDIVM_DSN, DATABASE_URL, "
-                                            "or the embedded default database")):
+                                            "or the embedded default database"),
+          spark_master: Optional[str] = typer.Option(None, "--spark-master", help="the Spark engine's master URL "
+                                                     "(local[N], spark://..., yarn, k8s://...); else IDIVM_SPARK_MASTER, "
+                                                     "else local[*]"),
+          spark_jar: Optional[Path] = typer.Option(None, "--spark-jar", help="PostgreSQL's JDBC driver jar for the "
+                                                   "Spark engine; else IDIVM_SPARK_JDBC_JAR, else Debian's "
+                                                   "/usr/share/java/postgresql.jar")):
+    import os
+
     _state["dsn"] = dsn
+    # the Spark engine reads its settings from the environment (engines/spark/settings.py): the
+    # options set it for this process only
+    if spark_master:
+        os.environ["IDIVM_SPARK_MASTER"] = spark_master
+    if spark_jar:
+        os.environ["IDIVM_SPARK_JDBC_JAR"] = str(spark_jar)
 
 
 def _engine():

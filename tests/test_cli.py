@@ -27,6 +27,9 @@ def test_every_command(fresh_db, db, tmp_path):
     assert r.returncode == 0 and "public.cheap" in r.stdout and "never" in r.stdout
     r = cli(fresh_db, "maintain", "--engine", "spork")
     assert r.returncode != 0 and "unknown engine 'spork': choose postgres, spark or auto" in r.stderr + r.stdout
+    r = cli(fresh_db, "--spark-jar", str(tmp_path / "none.jar"), "maintain", "--engine", "spark")
+    assert r.returncode != 0 and f"{tmp_path / 'none.jar'} does not exist" in r.stderr + r.stdout  # the option is used
+    assert "Traceback" not in r.stderr
     r = cli(fresh_db, "maintain")
     assert r.returncode == 0 and "public.cheap: 1 effective changes" in r.stdout
     r = cli(fresh_db, "verify", "cheap")
