@@ -166,7 +166,7 @@ def test_columns_a_view_does_not_read_are_neither_read_nor_checked(engine, shop)
 def test_small_batches_read_only_the_base_rows_they_can_join(engine, shop, monkeypatch):
     """A base table joined to the batch by an equality is read only at the batch's values (pushed
     to PostgreSQL), and the view is still exact."""
-    from idivm.engines.spark import executor
+    from idivm.engines.spark import executor, reads
 
     sql, cols = VIEWS["spj"]
     engine.register_view("v", sql)
@@ -177,7 +177,8 @@ def test_small_batches_read_only_the_base_rows_they_can_join(engine, shop, monke
         queries.append(query)
         return real_read(spark, settings, query, snapshot, name, partitions)
 
-    monkeypatch.setattr(executor, "read", recording_read)
+    monkeypatch.setattr(executor, "read", recording_read)  # the batch's reads
+    monkeypatch.setattr(reads, "read", recording_read)  # base tables' (reads.read_table)
     shop.execute("UPDATE parts SET price = price + 1 WHERE pid IN (3, 4)")
     shop.execute("INSERT INTO devices_parts VALUES (1, 29) ON CONFLICT DO NOTHING")
     assert engine.maintain("v", engine="spark").offloaded > 0
@@ -346,7 +347,7 @@ def test_a_failing_apply_after_spark_rolls_back_and_the_next_run_is_exact(engine
 def test_large_tables_are_read_in_parallel_key_ranges(engine, shop, monkeypatch):
     """A base table read whole, estimated large, is read in ranges of its integer key (one JDBC
     connection per core, each in the snapshot): the fill and the maintenance stay exact."""
-    from idivm.engines.spark import executor, materialize, reads
+    from idivm.engines.spark import reads
 
     cores = SparkSettings.from_env(engine.dsn).cores()
     if cores < 2:
@@ -362,8 +363,7 @@ def test_large_tables_are_read_in_parallel_key_ranges(engine, shop, monkeypatch)
             ranged.append((name, df.rdd.getNumPartitions()))
         return df
 
-    monkeypatch.setattr(executor, "read", recording)
-    monkeypatch.setattr(materialize, "read", recording)
+    monkeypatch.setattr(reads, "read", recording)  # base tables, for the fill and the maintenance
     sql, cols = ("SELECT p.pid, p.price, count(*) AS n FROM parts p JOIN devices_parts dp ON dp.pid > p.pid "
                  "GROUP BY p.pid, p.price", ["pid", "price", "n"])
     engine.register_view("ranged", sql, engine="spark")

@@ -78,10 +78,14 @@ def per_change_cost(last_duration_ms: float | None, last_changes: int | None, mo
     return model.pg_per_change_s, f"default {model.pg_per_change_s * 1e6:.1f} µs/change"
 
 
+def postgres_estimate(pending: int, per_change: float, model: CostModel) -> float:
+    return model.pg_fixed_s + pending * per_change
+
+
 def choose_engine(pending: int, per_change: float, offloadable: bool, cores: int, warm: bool,
                   model: CostModel) -> EngineChoice:
     """The cheaper engine for a batch of `pending` changes (module docstring)."""
-    pg = model.pg_fixed_s + pending * per_change
+    pg = postgres_estimate(pending, per_change, model)
     if not offloadable:
         return EngineChoice("postgres", pg, None, "Spark can compute none of its diff sources")
     spark = ((0.0 if warm else model.spark_start_s) + model.spark_fixed_s
@@ -108,11 +112,11 @@ def choice_for(conn, row, settings, model: CostModel | None = None) -> EngineCho
     model = model or CostModel.from_env()
     [status] = view_statuses(conn, view_ids={row.id})
     c, _ = per_change_cost(row.last_duration_ms, row.last_changes, model)
-    pg = model.pg_fixed_s + status.state.pending * c
     try:
         settings.check()
     except IdivmError as missing:
-        return EngineChoice("postgres", pg, None, f"Spark is not available here ({missing})")
+        return EngineChoice("postgres", postgres_estimate(status.state.pending, c, model), None,
+                            f"Spark is not available here ({missing})")
     text = catalog.program_of(conn, row.id)
     offloadable = text is not None and computes_anything(from_json(text))
     return choose_engine(status.state.pending, c, offloadable, settings.cores(), is_warm(settings), model)

@@ -37,7 +37,7 @@ from ..postgres.executor import MaintenanceReport, Statement
 from ..postgres.render import delta_table, render_step, sql as pg_sql
 from .needs import needed_columns, relations
 from .progress import new_group, tracking
-from .reads import check_types, export, partitioning, read
+from .reads import check_types, export, read, read_table
 from .session import spark_session
 from .settings import SparkSettings
 from .spark_sql import spark_sql, view_name
@@ -165,21 +165,15 @@ def _compute(conn: Connection, view_id: int, work: list[InsertRows], settings: S
         if t is None:
             raise IdivmError(f"the Spark engine reads only the view's captured tables, not {rel.label()}")
         info = table_info(t.schema_name, t.table_name, t.columns)
-        if rel.kind == R.DELTA:  # only the images of the columns the steps read, and the change kind
-            images = [c for c in info.column_names if names is None or {R.pre(c), R.post(c)} & names]
-            columns = [R.KIND_COLUMN] + [i(c) for c in images for i in (R.pre, R.post)]
-            source = f"({fold_select(info, log_images(t.log_table, catalog.unconsumed('l', view_id)))}) AS t"
-            ranges = None
-        else:  # the columns the steps read (a row's presence alone still counts: NULL stands for none)
-            images = columns = [c for c in info.column_names if names is None or c in names]
-            where = _key_filter(cur, pushdowns.get(rel, []))
-            source = info.qualified + where
-            # a table read whole (no batch values to look up) is read in parallel ranges of its key
-            ranges = (partitioning(cur, info.qualified, info, settings.cores())
-                      if not where and info.key[0] in columns else None)
+        if rel.kind != R.DELTA:  # only at the batch's values where the steps join it to them
+            read_table(spark, settings, cur, snapshot, view_name(rel), info, names, _key_filter(cur, pushdowns.get(rel, [])))
+            continue
+        # only the images of the columns the steps read, and the change kind
+        images = [c for c in info.column_names if names is None or {R.pre(c), R.post(c)} & names]
+        columns = [R.KIND_COLUMN] + [i(c) for c in images for i in (R.pre, R.post)]
+        source = f"({fold_select(info, log_images(t.log_table, catalog.unconsumed('l', view_id)))}) AS t"
         check_types(display_name(t.schema_name, t.table_name), [(c, info.type_of(c)) for c in images])
-        read(spark, settings, f"SELECT {', '.join(ident(c) for c in columns) or 'NULL'} FROM {source}", snapshot,
-             view_name(rel), ranges)
+        read(spark, settings, f"SELECT {', '.join(ident(c) for c in columns)} FROM {source}", snapshot, view_name(rel))
     out: dict[int, Step] = {}
     with tracking(spark, new_group(f"maintain-{view_id}")) as tracker:
         for k, st in enumerate(work):

@@ -20,14 +20,13 @@ import sqlalchemy as sa
 from sqlglot import exp
 
 from ...introspect.reflect import reflect_table
-from ...names import display_name
 from ...program import relations as R
-from ...sqltext import ident, qualified, run
+from ...sqltext import qualified, run
 from ..postgres.materialize import WITH_STORAGE, create_as
 from ..postgres.render import sql as pg_sql
 from .needs import needed_columns, relations
 from .progress import ProgressCallback, new_group, tracking
-from .reads import check_types, export, partitioning, read
+from .reads import export, read_table
 from .session import spark_session
 from .settings import SparkSettings
 from .spark_sql import spark_sql, view_name
@@ -66,12 +65,7 @@ class SparkFill:
         snapshot = export(cur)
         spark = spark_session(self.settings)
         for rel, names in needed_columns([query]).items():
-            info = reflect_table(conn, rel.schema, rel.name)
-            columns = [c for c in info.column_names if names is None or c in names]
-            check_types(display_name(info.schema, info.name), [(c, info.type_of(c)) for c in columns])
-            ranges = partitioning(cur, info.qualified, info, self.settings.cores()) if info.key[0] in columns else None
-            read(spark, self.settings, f"SELECT {', '.join(ident(c) for c in columns) or 'NULL'} FROM {info.qualified}",
-                 snapshot, view_name(rel), ranges)
+            read_table(spark, self.settings, cur, snapshot, view_name(rel), reflect_table(conn, rel.schema, rel.name), names)
         with tracking(spark, new_group("fill"), self.progress) as tracker:
             rows = copy_rows(cur, table, spark.sql(text).toLocalIterator(), tracker)
         self.computed.append((table, rows, time.perf_counter() - started))
