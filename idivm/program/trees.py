@@ -85,6 +85,12 @@ def select(outputs: list[exp.Expression], froms: list[exp.Expression], where: li
     return q
 
 
+def froms(q: exp.Select) -> list[exp.Expression]:
+    """The items of a SELECT's FROM and its joins, in order (what `select` was given as froms)."""
+    src = q.args.get("from_")
+    return ([src.this] if src is not None else []) + [j.this for j in q.args.get("joins") or []]
+
+
 def subquery(q: exp.Query, name: str) -> exp.Subquery:
     return exp.Subquery(this=q, alias=exp.TableAlias(this=ident(name)))
 
@@ -97,8 +103,15 @@ def aliased(table: exp.Table, name: str) -> exp.Table:
 
 
 def union_all(queries: list[exp.Query], distinct: bool = False) -> exp.Query:
-    """q1 UNION ALL q2 ... (with distinct: UNION, duplicates removed)."""
+    """q1 UNION ALL q2 ... (with distinct: UNION, duplicates removed, also from a single query:
+    callers ask for distinct keys however many parts they gathered)."""
     out = queries[0]
+    if distinct and len(queries) == 1:
+        if isinstance(out, exp.Select):
+            out = out.copy()
+            out.set("distinct", exp.Distinct())
+            return out
+        return select([exp.Star()], [subquery(out, "u")], distinct=True)
     for q in queries[1:]:
         out = exp.Union(this=out, expression=q, distinct=distinct)
     return out

@@ -302,9 +302,13 @@ def reevaluated(nesting: Nesting, c: Contribution, nested_tables: list[exp.Table
 def changed_keys(nesting: Nesting, c: Contribution, increments: list[str], nested_changes: list[tuple[int, str]]) -> exp.Query:
     """The keys of C a batch can have changed: those in O's increments (scratch relations), and
     those of O's rows that correlate with a changed key of nested map i (its increment's scratch)."""
-    parts: list[exp.Query] = [select([col(None, k) for k in c.keys], [Rl.scratch(s)]) for s in increments]
+    # A keyless C (a global aggregate) has one key, the empty one: its parts select a constant, as a
+    # SELECT DISTINCT needs a column and the empty key must come out once however many parts hold it.
+    def keys(qualifier: str | None) -> list[exp.Expression]:
+        return [alias(col(qualifier, k), k) for k in c.keys] or [alias(exp.Literal.number(1), "__changed")]
+    parts: list[exp.Query] = [select(keys(None), [Rl.scratch(s)]) for s in increments]
     for i, scratch in nested_changes:
         n = nesting.nested[i]
         hit = select([exp.Literal.number(1)], [Rl.scratch(scratch, "d")], [_over(e, "o", {}, "d") for e in n.correlation] or None)
-        parts.append(select([alias(col("o", k), k) for k in c.keys], [aliased(c.outer, "o")], [exists(hit)]))
+        parts.append(select(keys("o"), [aliased(c.outer, "o")], [exists(hit)]))
     return union_all(parts, distinct=True)
