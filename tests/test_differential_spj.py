@@ -31,6 +31,8 @@ STATS: dict = {}
 # without a single effective change)
 SPARK_EXAMPLES = int(os.environ.get("IDIVM_TEST_SPARK_EXAMPLES", "3"))
 SPARK_STRIDE = max(EXAMPLES // max(SPARK_EXAMPLES, 1), 1)
+SPARK_STRATEGIES = ("tuple", "id", "higher-order")  # the sampled views of a family take them in turn
+SPARK_STRATEGY: dict[str, str] = {}  # v_spark's qualified name -> its strategy
 
 
 def _spark_missing() -> str | None:
@@ -333,12 +335,18 @@ def _register_every_strategy(engine, conn, sql: str, names: list[str], rounds, t
         names.append(f"{schema}.v_immediate")
         engine.register_view(names[-1], sql, strategy="id", mode="immediate")
     spark = STATS.setdefault("spark", {"views": 0, "rounds": 0, "offloaded": 0, "refused": {}, "per_family": {},
-                                       "seen": {}})
+                                       "seen": {}, "by_strategy": {}})
     seen = spark["seen"][family] = spark["seen"].get(family, 0) + 1
     if SPARK_MISSING is None and seen % SPARK_STRIDE == 0 and spark["per_family"].get(family, 0) < SPARK_EXAMPLES:
-        spark["per_family"][family] = spark["per_family"].get(family, 0) + 1
-        names.append(f"{schema}.v_spark")  # the id strategy's program, its diffs computed on Spark
-        engine.register_view(names[-1], sql, strategy="id")
+        k = spark["per_family"][family] = spark["per_family"].get(family, 0) + 1
+        names.append(f"{schema}.v_spark")  # one strategy's program in turn, its diffs computed on Spark
+        strategy = SPARK_STRATEGIES[k % len(SPARK_STRATEGIES)]
+        try:
+            engine.register_view(names[-1], sql, strategy=strategy)
+        except idivm.UnsupportedQuery:  # higher-order does not translate every view: then id
+            strategy = "id"
+            engine.register_view(names[-1], sql, strategy=strategy)
+        SPARK_STRATEGY[names[-1]] = strategy
     try:
         engine.register_view(f"{schema}.v_higher_order", sql, strategy="higher-order")
         names.append(f"{schema}.v_higher_order")
@@ -456,6 +464,9 @@ def _maintain_on_spark(engine, name: str, names: list[str]) -> None:
         return
     assert report.engine == "spark", report
     STATS["spark"]["offloaded"] += report.offloaded
+    per = STATS["spark"]["by_strategy"].setdefault(SPARK_STRATEGY[name], {"rounds": 0, "offloaded": 0})
+    per["rounds"] += 1
+    per["offloaded"] += report.offloaded
 
 
 def test_report_stats():
@@ -465,5 +476,7 @@ def test_report_stats():
     spark = STATS.get("spark", {})
     if spark.get("rounds", 0) >= 10:
         assert spark["offloaded"] > 0, spark
+        for strategy, per in spark["by_strategy"].items():  # each strategy's programs, not only one's
+            assert per["rounds"] < 10 or per["offloaded"] > 0, (strategy, per)
     if STATS:
         pytest.differential_stats = dict(STATS)

@@ -77,3 +77,25 @@ def test_auto_without_spark_here_stays_on_postgres_and_says_why(engine, db, monk
     db.execute("INSERT INTO t VALUES (1, 1)")
     report = engine.maintain("v", engine="auto")
     assert report.engine == "postgres" and "Spark is not available here" in report.chosen
+
+
+def test_a_view_s_engine_choice_shows_its_estimates(engine, db, monkeypatch):
+    """Engine.engine_choice: what `--engine auto` would do with the batch waiting now, from the
+    view's catalog row and its stored program, before anything runs."""
+    from idivm.engines.spark.settings import SparkSettings
+
+    monkeypatch.setenv("IDIVM_COST_MODEL", "pg_fixed_s=100")  # PostgreSQL made dear: Spark should win
+    db.execute("CREATE TABLE t (k int PRIMARY KEY, x int)")
+    db.execute("CREATE TABLE u (k int PRIMARY KEY, y int)")
+    engine.register_view("v", "SELECT t.k, t.x, u.y FROM t JOIN u ON u.k = t.x")
+    db.execute("INSERT INTO t SELECT g, g FROM generate_series(1, 10) g")
+    choice = engine.engine_choice("v")
+    assert choice.postgres_s >= 100
+    try:
+        SparkSettings.from_env(engine.dsn).check()
+    except IdivmError:
+        assert choice.engine == "postgres" and "Spark is not available here" in choice.why
+    else:
+        assert choice.engine == "spark" and 0 < choice.spark_s < choice.postgres_s, choice
+    monkeypatch.delenv("IDIVM_COST_MODEL")
+    assert engine.engine_choice("v").engine == "postgres"  # ten changes: PostgreSQL, as measured here

@@ -19,6 +19,7 @@ IDIVM_COST_MODEL ("name=value" pairs separated by spaces).
 """
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass, fields, replace
 
@@ -105,6 +106,13 @@ def break_even(per_change: float, cores: int, warm: bool, model: CostModel) -> i
     return max(int(fixed / saving) + 1, 0)
 
 
+@functools.lru_cache(maxsize=256)
+def _offloadable(program_json: str) -> bool:
+    """Whether Spark computes any part of a stored program (parsed once per program text: a
+    scheduler asks before every maintenance)."""
+    return computes_anything(from_json(program_json))
+
+
 def choice_for(conn, row, settings, model: CostModel | None = None) -> EngineChoice:
     """The choice for a view's waiting batch (`row`: its catalog row; `settings`: the Spark
     settings in effect). Where Spark cannot run here (pyspark, Java or the JDBC jar missing) the
@@ -118,7 +126,7 @@ def choice_for(conn, row, settings, model: CostModel | None = None) -> EngineCho
         return EngineChoice("postgres", postgres_estimate(status.state.pending, c, model), None,
                             f"Spark is not available here ({missing})")
     text = catalog.program_of(conn, row.id)
-    offloadable = text is not None and computes_anything(from_json(text))
+    offloadable = text is not None and _offloadable(text)
     return choose_engine(status.state.pending, c, offloadable, settings.cores(), is_warm(settings), model)
 
 

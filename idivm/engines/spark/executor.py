@@ -4,124 +4,69 @@ The PostgreSQL engine's maintenance transaction (engines/postgres/executor.py) d
 always does: the view's lock, one REPEATABLE READ snapshot that fixes the base tables and the log
 window, the i-diff instances, the apply, the new snapshot recorded, one commit. This engine only
 replaces where the expensive part of the script is computed. Once the instances exist, the
-transaction exports its snapshot, and every step that inserts rows computed from i-diffs and base
-tables alone (an InsertRows over Δ and base relations: the joins of a batch with large tables) is
-computed by Spark, which reads the window's log rows (folded exactly as capture/fold.py folds
-them, inside that snapshot) and the base tables (inside that snapshot, checked on every row).
-Spark's rows are copied into a temporary table of the transaction, typed by PostgreSQL from the
-step's own source, and the step inserts from there. Every other step runs as PostgreSQL would run
-it, in the same transaction, so the view, the logs and the snapshot move together or not at all:
-a failed Spark job, a lost executor or a crash rolls the transaction back and the next run
-consumes the same window. Task retries cannot stage a row twice (engines/spark/staging.py).
+transaction exports its snapshot, and every query of a step that reads i-diffs and base tables
+alone (engines/spark/offload.py: an insert's or a map increment's source, a matching delete's or
+update's join of Δ with base tables) is computed by Spark, which reads the window's log rows
+(folded exactly as capture/fold.py folds them, inside that snapshot) and the base tables (inside
+that snapshot, checked on every row). Spark's rows are copied into a temporary table of the
+transaction, typed by PostgreSQL from the query itself, and the step reads them from there. Every
+other step runs as PostgreSQL would run it, in the same transaction, so the view, the logs and
+the snapshot move together or not at all: a failed Spark job, a lost executor or a crash rolls
+the transaction back and the next run consumes the same window. Task retries cannot stage a row
+twice (engines/spark/staging.py).
 """
 from __future__ import annotations
 
+import os
 import time
-from dataclasses import replace
+from collections import Counter
 
-from psycopg.sql import Literal
 from sqlalchemy.engine import Connection
-from sqlglot import exp
 
 from ...capture.fold import fold_select, log_images
 from ...catalog import repository as catalog
 from ...errors import IdivmError, UnsupportedQuery
 from ...introspect.reflect import table_info
-from ...names import display_name
 from ...program import relations as R
 from ...program.serialize import from_json
-from ...program.steps import InsertRows, Step
-from ...program.trees import conjuncts, select
+from ...program.steps import Step
 from ...sqltext import ident, qualified, run
 from ..postgres.executor import MaintenanceReport, Statement
 from ..postgres.render import delta_table, render_step, sql as pg_sql
 from .needs import needed_columns, relations
+from .offload import Offload, offload, yields_nothing
+from .pushdown import Pushdown
 from .progress import new_group, tracking
-from .reads import check_types, export, read, read_table
+from .reads import columns_to_read, export, read, read_table
 from .session import spark_session
 from .settings import SparkSettings
 from .spark_sql import spark_sql, view_name
-from .staging import copy_rows
+from .staging import copy_rows, result_rows
 
 ENGINE = "spark"
 
 
-PUSHDOWN_LIMIT = 20_000  # at most this many distinct batch values are inlined into a base table's read
-
-
-def _pushdowns(work: list[InsertRows]) -> dict[R.Relation, list[tuple[str, int, str]]]:
-    """Per base relation that the steps read exactly once: the equalities `base column = Δ column`
-    among the conjuncts of the WHERE (or an inner join's ON) of the SELECT that reads it. Only the
-    base rows whose column holds one of the batch's values can satisfy such a conjunct, so Spark
-    need read no others: (base column, captured table, Δ column) each."""
-    reads: dict[R.Relation, int] = {}
-    for st in work:
-        for node in st.source.find_all(exp.Table):
-            rel = R.relation_of(node)
-            if rel is not None and rel.kind == R.BASE:
-                reads[rel] = reads.get(rel, 0) + 1
-    out: dict[R.Relation, list[tuple[str, int, str]]] = {}
-    for st in work:
-        aliases: dict[str, R.Relation] = {}
-        for node in st.source.find_all(exp.Table):
-            rel = R.relation_of(node)
-            if rel is not None and aliases.setdefault(node.alias_or_name, rel) != rel:
-                aliases = {}  # one alias for two relations: no pushdown in this step
-                break
-        for sel in st.source.find_all(exp.Select):
-            joins = sel.args.get("joins") or []
-            if any(j.args.get("side") for j in joins):  # an outer join keeps rows that match nothing
-                continue
-            here = {t.alias_or_name for t in [getattr(sel.args.get("from_"), "this", None)] + [j.this for j in joins]
-                    if isinstance(t, exp.Table)}
-            where = sel.args.get("where")
-            conds = conjuncts(where.this if where else None) + [c for j in joins for c in conjuncts(j.args.get("on"))]
-            for c in conds:
-                if not (isinstance(c, exp.EQ) and isinstance(c.this, exp.Column) and isinstance(c.expression, exp.Column)):
-                    continue
-                for b, d in ((c.this, c.expression), (c.expression, c.this)):
-                    base, delta = aliases.get(b.table), aliases.get(d.table)
-                    if (b.table in here and base is not None and base.kind == R.BASE and reads.get(base) == 1
-                            and delta is not None and delta.kind == R.DELTA):
-                        out.setdefault(base, []).append((b.name, int(delta.name), d.name))
-    return out
-
-
-def offloadable(step: Step) -> bool:
-    """A step whose rows Spark computes: an insert from i-diffs and base tables alone."""
-    if not isinstance(step, InsertRows):
-        return False
-    kinds = {rel.kind for rel in relations(step.source)}
-    return R.DELTA in kinds and kinds <= {R.DELTA, R.BASE}
+def offloads(program) -> list[Offload]:
+    """What Spark computes of the program's steps, in step order (engines/spark/offload.py)."""
+    return [o for o in (offload(st) for st in program.ordered()) if o is not None]
 
 
 def computes_anything(program) -> bool:
-    """Whether Spark would compute any of the program's diff sources."""
-    return any(offloadable(st) for st in program.ordered())
-
-
-def _key_filter(cur, equalities: list[tuple[str, int, str]]) -> str:
-    """WHERE column = ANY(the batch's values) for each equality whose batch holds few enough
-    distinct values (read from the transaction's own i-diff instance); '' if none qualifies."""
-    parts = []
-    for column, captured_id, delta_column in equalities:
-        values = [v for (v,) in cur.execute(
-            f"SELECT DISTINCT {ident(delta_column)} FROM {delta_table(captured_id)} WHERE {ident(delta_column)} IS NOT NULL "
-            f"LIMIT {PUSHDOWN_LIMIT + 1}").fetchall()]
-        if len(values) <= PUSHDOWN_LIMIT:
-            parts.append(f"{ident(column)} = ANY({Literal(values).as_string(cur)})" if values else "FALSE")
-    return f" WHERE {' AND '.join(parts)}" if parts else ""
+    """Whether Spark would compute any part of the program's steps."""
+    return bool(offloads(program))
 
 
 def spark_plan(program) -> str:
-    """What `--engine spark` computes on Spark, as explain prints it: each offloadable step's Spark
+    """What `--engine spark` computes on Spark, as explain prints it: each offloaded query's Spark
     SQL, or why Spark refuses it (then maintenance on Spark fails with that line)."""
     lines = []
     for i, st in enumerate(program.ordered(), 1):
-        if not offloadable(st):
+        o = offload(st)
+        if o is None:
             continue
+        what = "its rows" if o.query is getattr(st, "source", None) else "the rows it matches"
         try:
-            lines.append(f"-- [{i}] {st.purpose}: computed on Spark\n{spark_sql(st.source)}")
+            lines.append(f"-- [{i}] {st.purpose}: {what} computed on Spark\n{spark_sql(o.query)}")
         except UnsupportedQuery as e:
             lines.append(f"-- [{i}] {st.purpose}: refused: {e}")
     return "\n".join(lines) or "nothing: every step reads the view, a cache or a map, and runs in PostgreSQL"
@@ -129,7 +74,7 @@ def spark_plan(program) -> str:
 
 def spark_script(settings: SparkSettings):
     """A script provider for maintain_view (engines/postgres/executor.py) that computes the
-    offloadable steps' rows on Spark."""
+    offloaded queries' rows on Spark (engines/spark/offload.py)."""
     def script(conn: Connection, view_id: int, changed: dict[int, int], report: MaintenanceReport) -> list[Statement]:
         text = catalog.program_of(conn, view_id)
         if text is None:
@@ -137,48 +82,94 @@ def spark_script(settings: SparkSettings):
                              f"`idivm refresh {report.view}` once to maintain it on Spark")
         program = from_json(text)
         steps = program.ordered()
-        work = [st for st in steps if offloadable(st) and (st.driven_by is None or changed.get(st.driven_by))]
+        work = [o for o in offloads(program) if o.step.driven_by is None or changed.get(o.step.driven_by)]
         replaced: dict[int, Step] = {}
         if work:
+            # what Spark would compute differently, or read inexactly, is refused whatever this batch holds
+            texts = {id(o.step): spark_sql(o.query) for o in work}
+            inputs = catalog.view_inputs(conn, view_id, reflect=True)
+            _sources(inputs, [o.query for o in work])
+            kinds = _kinds(conn, work)  # a query that certainly returns nothing is left to PostgreSQL,
+            work = [o for o in work if not yields_nothing(o.query, kinds)]  # which finds that at once
+        if work:
             started = time.perf_counter()
-            replaced, copying = _compute(conn, view_id, work, settings)
+            replaced, parts = _compute(conn, view_id, work, texts, inputs, settings)
             report.offloaded = len(work)
             report.breakdown["spark"] = time.perf_counter() - started  # reads, Spark's jobs, the copy back
-            report.breakdown["spark copy"] = copying  # of which copying rows into PostgreSQL
+            report.breakdown.update(parts)  # of which: copying rows into PostgreSQL (and reading, if separated)
         return [Statement(render_step(replaced.get(id(st), st)), st.driven_by, st.role) for st in steps]
 
     script.engine = ENGINE  # the report names it even when nothing changed
     return script
 
 
-def _compute(conn: Connection, view_id: int, work: list[InsertRows], settings: SparkSettings) -> tuple[dict[int, Step], float]:
-    """Each step's rows computed on Spark and staged in a temporary table of the transaction; the
-    steps rewritten to insert from there; and the seconds spent copying."""
-    inputs = {t.id: t for t in catalog.view_inputs(conn, view_id, reflect=True)}
-    by_name = {(t.schema_name, t.table_name): t for t in inputs.values()}
-    cur = conn.connection.driver_connection.cursor()
-    snapshot = export(cur)
-    spark = spark_session(settings)
-    pushdowns = _pushdowns(work)
-    for rel, names in needed_columns([st.source for st in work]).items():
-        t = inputs[int(rel.name)] if rel.kind == R.DELTA else by_name.get((rel.schema, rel.name))
+def _sources(inputs: list, queries: list) -> list[tuple]:
+    """What Spark reads for these queries, from the view's inputs (catalog.view_inputs): (relation,
+    its captured table, its TableInfo, the names the queries use (None: all), the columns to read);
+    each column checked exact, or refused by name. Of an i-diff instance only the change kind and
+    the images of the columns read."""
+    by_id = {t.id: t for t in inputs}
+    by_name = {(t.schema_name, t.table_name): t for t in inputs}
+    out = []
+    for rel, names in needed_columns(queries).items():
+        t = by_id[int(rel.name)] if rel.kind == R.DELTA else by_name.get((rel.schema, rel.name))
         if t is None:
             raise IdivmError(f"the Spark engine reads only the view's captured tables, not {rel.label()}")
         info = table_info(t.schema_name, t.table_name, t.columns)
-        if rel.kind != R.DELTA:  # only at the batch's values where the steps join it to them
-            read_table(spark, settings, cur, snapshot, view_name(rel), info, names, _key_filter(cur, pushdowns.get(rel, [])))
+        if rel.kind == R.DELTA:
+            used = columns_to_read(info, names and {c for c in info.column_names if {R.pre(c), R.post(c)} & names})
+            columns = [R.KIND_COLUMN] + [i(c) for c in used for i in (R.pre, R.post)]
+        else:
+            columns = columns_to_read(info, names)
+        out.append((rel, t, info, names, columns))
+    return out
+
+
+def _kinds(conn: Connection, work: list[Offload]) -> dict[int, set[str]]:
+    """Which change kinds each Δ instance the queries read holds."""
+    ids = {int(rel.name) for o in work for rel in relations(o.query) if rel.kind == R.DELTA}
+    return {i: {k for (k,) in run(conn, f"SELECT DISTINCT {ident(R.KIND_COLUMN)} FROM {delta_table(i)}").fetchall()}
+            for i in sorted(ids)}
+
+
+def _compute(conn: Connection, view_id: int, work: list[Offload], texts: dict[int, str], inputs: list,
+             settings: SparkSettings) -> tuple[dict[int, Step], dict]:
+    """Each offloaded query's rows computed on Spark (`texts`: its Spark SQL, by id of its step) and
+    staged in a temporary table of the transaction; the steps rewritten to read from there; and
+    the seconds spent copying (and, with IDIVM_SPARK_SEPARATE_READS=1, reading)."""
+    cur = conn.connection.driver_connection.cursor()
+    snapshot = export(cur)
+    spark = spark_session(settings)
+    queries = [o.query for o in work]
+    filters = Pushdown(cur, lambda rel: qualified(rel.schema, rel.name)).filters(queries)
+    for rel, t, info, names, columns in _sources(inputs, queries):
+        if rel.kind != R.DELTA:  # only the rows the batch can join, where the queries say which
+            where = f" WHERE {filters[rel]}" if rel in filters else ""
+            read_table(spark, settings, cur, snapshot, view_name(rel), info, names, where)
             continue
-        # only the images of the columns the steps read, and the change kind
-        images = [c for c in info.column_names if names is None or {R.pre(c), R.post(c)} & names]
-        columns = [R.KIND_COLUMN] + [i(c) for c in images for i in (R.pre, R.post)]
         source = f"({fold_select(info, log_images(t.log_table, catalog.unconsumed('l', view_id)))}) AS t"
-        check_types(display_name(t.schema_name, t.table_name), [(c, info.type_of(c)) for c in images])
         read(spark, settings, f"SELECT {', '.join(ident(c) for c in columns)} FROM {source}", snapshot, view_name(rel))
+    separate = os.environ.get("IDIVM_SPARK_SEPARATE_READS") == "1"
+    uses = Counter(rel for q in queries for rel in relations(q))
+    kept = [view_name(rel) for rel, n in uses.items() if n > 1 or separate]
+    for name in kept:  # read once, by the first job that needs it, and kept for the next ones
+        spark.catalog.cacheTable(name)
     out: dict[int, Step] = {}
-    with tracking(spark, new_group(f"maintain-{view_id}")) as tracker:
-        for k, st in enumerate(work):
-            staged = f"idivm_staged_{k}"
-            run(conn, f"CREATE TEMP TABLE {qualified('pg_temp', staged)} ON COMMIT DROP AS {pg_sql(st.source)} WITH NO DATA")
-            copy_rows(cur, qualified("pg_temp", staged), spark.sql(spark_sql(st.source)).toLocalIterator(), tracker)
-            out[id(st)] = replace(st, source=select([exp.Star()], [R.scratch(staged)]))
-    return out, tracker.copy_seconds
+    parts: dict[str, float] = {}
+    try:
+        with tracking(spark, new_group(f"maintain-{view_id}")) as tracker:
+            if separate:  # every read done before any query runs: the breakdown tells reads from compute
+                started = time.perf_counter()
+                for name in kept:
+                    spark.table(name).count()
+                parts["spark reads"] = time.perf_counter() - started
+            for k, o in enumerate(work):
+                staged = f"idivm_staged_{k}"
+                run(conn, f"CREATE TEMP TABLE {qualified('pg_temp', staged)} ON COMMIT DROP AS {pg_sql(o.query)} WITH NO DATA")
+                copy_rows(cur, qualified("pg_temp", staged), result_rows(spark.sql(texts[id(o.step)])), tracker)
+                out[id(o.step)] = o.rewrite(staged)
+    finally:
+        for name in kept:
+            spark.catalog.uncacheTable(name)
+    parts["spark copy"] = tracker.copy_seconds
+    return out, parts

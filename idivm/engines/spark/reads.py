@@ -111,14 +111,20 @@ def read(spark, settings: SparkSettings, query: str, snapshot: Snapshot, name: s
     return df
 
 
+def columns_to_read(info, names: set[str] | None) -> list[str]:
+    """The table's columns named in `names` (None: all), in table order, each checked exact."""
+    columns = [c for c in info.column_names if names is None or c in names]
+    check_types(display_name(info.schema, info.name), [(c, info.type_of(c)) for c in columns])
+    return columns
+
+
 def read_table(spark, settings: SparkSettings, cursor, snapshot: Snapshot, name: str, info, names: set[str] | None,
                where: str = "") -> None:
     """A base table as the temp view `name`: only the columns in `names` (None: all; none at all
     still reads one NULL per row, since a row's presence counts), each checked exact; restricted by
     `where` (an SQL WHERE clause, or ''); read in parallel key ranges when it is read whole and
     large."""
-    columns = [c for c in info.column_names if names is None or c in names]
-    check_types(display_name(info.schema, info.name), [(c, info.type_of(c)) for c in columns])
+    columns = columns_to_read(info, names)
     ranges = partitioning(cursor, info.qualified, info, settings.cores()) if not where and info.key[0] in columns else None
     read(spark, settings, f"SELECT {', '.join(ident(c) for c in columns) or 'NULL'} FROM {info.qualified}{where}",
          snapshot, name, ranges)

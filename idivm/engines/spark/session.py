@@ -35,7 +35,10 @@ def spark_session(settings: SparkSettings):
                    .config("spark.driver.maxResultSize", "2g")
                    .config("spark.sql.session.timeZone", "UTC")
                    .config("spark.sql.caseSensitive", "true")  # PostgreSQL names are case-sensitive when quoted
-                   .config("spark.sql.ansi.enabled", "true"))  # overflow raises, as in PostgreSQL, instead of wrapping
+                   .config("spark.sql.ansi.enabled", "true")  # overflow raises, as in PostgreSQL, instead of wrapping
+                   # a product of decimals wider than 38 digits keeps its scale (and raises if its
+                   # value does not fit) instead of being rounded to fewer decimals
+                   .config("spark.sql.decimalOperations.allowPrecisionLoss", "false"))
         for key, value in settings.conf.items():
             builder = builder.config(key, value)
         _session = builder.getOrCreate()

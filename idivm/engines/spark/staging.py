@@ -8,9 +8,18 @@ and the transaction rolls back with nothing applied.
 from __future__ import annotations
 
 import time
-from typing import Iterable
+from typing import Iterable, Iterator
 
 COPY_BATCH = 10_000  # rows between progress reports
+
+
+def result_rows(df) -> Iterator:
+    """A query's rows for copy_rows, handed over one Spark partition at a time (the driver never
+    holds the whole result), the next partition computed while this one is copied. Measured
+    against the alternatives on a 200-change batch of V (Spark's part, seconds, `id` / `tuple`):
+    this 1.0-1.4 / 3.3-3.6; without prefetch 1.1 / 3.2-4.0; collect() in one piece 0.9 / 2.9 but
+    unbounded in memory; cache, count, then collect 2.1-2.2 / 4.0-4.9."""
+    return df.toLocalIterator(prefetchPartitions=True)
 
 
 def copy_rows(cur, table: str, rows: Iterable, tracker=None) -> int:

@@ -1,0 +1,158 @@
+"""Which part of a Δ-program step Spark computes, and the step rewritten to read Spark's rows.
+
+Spark computes queries over i-diff instances and base tables alone: both are fixed by the
+maintenance snapshot, which Spark's reads import (engines/spark/reads.py). Everything the
+transaction itself writes (the view, its caches, a higher-order strategy's maps, scratch
+relations) is invisible to another session's snapshot, so a query that reads it stays in
+PostgreSQL. Three shapes of step carry such a query:
+
+- an insert (InsertRows) or a map increment (AddToMap) whose whole source reads Δ and base
+  tables: Spark computes the source; the step inserts (or adds) the staged rows. This is where
+  the joins of a batch with large base tables are (idIVM Section 6: an i-diff's ⋈ with the
+  other inputs, for `id` and `tuple`; the Δ-only aggregations of VLDBJ'14 Section 4 for
+  `higher-order`);
+- a delete or an update by matching (DeleteMatching, UpdateMatching) whose USING list joins Δ
+  with base tables: the tuple strategy's pre-state deletes (a subquery of Δ ⋈ base, UNION ALL
+  over pre-states, paper Section 5) and a semijoin's re-check. The condition's conjuncts that do
+  not name the target row are evaluated with the USING list on Spark, which returns the columns
+  the remaining conjuncts, the assignments and the recorded image use; the step then matches the
+  target against those staged rows. The split is exact: DELETE/UPDATE ... USING s WHERE a AND b,
+  with b not naming the target, matches the same target rows as USING (SELECT ... FROM s WHERE b).
+
+Steps whose USING list reads Δ alone are left to PostgreSQL: there is no join to take off it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from sqlglot import exp
+
+from ...program import relations as R
+from ...program.steps import AddToMap, DeleteMatching, InsertRows, Step, UpdateMatching
+from ...program.trees import alias, all_of, col, conjuncts, froms, num, select
+from .needs import relations
+
+STAGED_ALIAS = "idivm_staged"
+
+
+@dataclass(frozen=True)
+class Offload:
+    """One step's query that Spark computes, and how the step reads its rows instead."""
+
+    step: Step
+    query: exp.Query
+    rewrite: Callable[[str], Step]  # the step reading the rows staged in the named scratch relation
+
+
+def _computable(trees: list[exp.Expression]) -> bool:
+    kinds = {rel.kind for tree in trees for rel in relations(tree)}
+    return R.DELTA in kinds and kinds <= {R.DELTA, R.BASE}
+
+
+def _from_source(step: InsertRows | AddToMap) -> Offload | None:
+    if not _computable([step.source]):
+        return None
+    return Offload(step, step.source, lambda name: replace(step, source=select([exp.Star()], [R.scratch(name)])))
+
+
+def _names(e: exp.Expression, table: str) -> bool:
+    return any(c.table == table for c in e.find_all(exp.Column))
+
+
+def _from_matching(step: DeleteMatching | UpdateMatching) -> Offload | None:
+    if not _computable(step.using) or not any(rel.kind == R.BASE for item in step.using for rel in relations(item)):
+        return None
+    target = step.target.alias_or_name
+    parts = conjuncts(step.condition)
+    local = [c for c in parts if not _names(c, target)]
+    rest = [c for c in parts if _names(c, target)]
+    assignments = getattr(step, "assignments", [])
+    returning = step.record.returning if step.record else []
+    outside = rest + [v for _, v in assignments] + returning
+    if any(e.find(exp.Select) for e in outside):
+        return None  # a subquery there could shadow a USING alias: leave the step to PostgreSQL
+    using = {item.alias_or_name for item in step.using}
+    if STAGED_ALIAS == target or any(not c.table for e in outside for c in e.find_all(exp.Column)):
+        return None
+    needed: list[tuple[str, str]] = []
+    for e in outside:
+        for c in e.find_all(exp.Column):
+            if c.table in using and (c.table, c.name) not in needed:
+                needed.append((c.table, c.name))
+    names = {ref: f"c{i}" for i, ref in enumerate(needed)}
+    outputs = [alias(col(t, n), names[(t, n)]) for t, n in needed] or [alias(num(1), "c0")]
+    query = select(outputs, [item.copy() for item in step.using], [c.copy() for c in local])
+
+    def staged(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and (node.table, node.name) in names:
+            return col(STAGED_ALIAS, names[(node.table, node.name)])
+        return node
+
+    def rewrite(name: str) -> Step:
+        out = replace(step, using=[R.scratch(name, alias=STAGED_ALIAS)],
+                      condition=all_of([c.transform(staged) for c in rest]))
+        if assignments:
+            out = replace(out, assignments=[(k, v.transform(staged)) for k, v in assignments])
+        if step.record:
+            out = replace(out, record=replace(step.record, returning=[e.transform(staged) for e in returning]))
+        return out
+
+    return Offload(step, query, rewrite)
+
+
+def offload(step: Step) -> Offload | None:
+    """What Spark computes of this step (None: it runs in PostgreSQL as it is)."""
+    if isinstance(step, (InsertRows, AddToMap)):
+        return _from_source(step)
+    if isinstance(step, (DeleteMatching, UpdateMatching)):
+        return _from_matching(step)
+    return None
+
+
+def _kinds_allowed(sel: exp.Select, alias: str) -> set[str] | None:
+    """The change kinds the SELECT's WHERE lets through for the Δ aliased `alias` (None: any)."""
+    where = sel.args.get("where")
+    allowed: set[str] | None = None
+    for c in conjuncts(where.this if where else None):
+        if isinstance(c, exp.Paren):
+            c = c.this
+        column, values = None, None
+        if isinstance(c, exp.EQ) and isinstance(c.expression, exp.Literal) and c.expression.is_string:
+            column, values = c.this, {c.expression.this}
+        elif isinstance(c, exp.In) and not c.args.get("query") and all(
+                isinstance(v, exp.Literal) and v.is_string for v in c.expressions):
+            column, values = c.this, {v.this for v in c.expressions}
+        elif isinstance(c, exp.NEQ) and isinstance(c.expression, exp.Literal) and c.expression.is_string:
+            column, values = c.this, {R.INSERTED, R.DELETED, R.UPDATED} - {c.expression.this}
+        if isinstance(column, exp.Column) and column.name == R.KIND_COLUMN and column.table == alias:
+            allowed = values if allowed is None else allowed & values
+    return allowed
+
+
+def yields_nothing(query: exp.Expression, kinds: dict[int, set[str]]) -> bool:
+    """Whether a query certainly returns no rows, given which change kinds (I, D, U) each Δ
+    instance holds (`kinds`, by captured table): a SELECT whose inner-join operands include a Δ
+    that its WHERE restricts to kinds the instance lacks, or an empty subquery; a UNION whose
+    branches are all empty. E.g. a batch of price updates computes no `kind = 'I'` insert, and
+    Spark need not read the tables that insert joins."""
+    if isinstance(query, exp.Subquery):
+        return yields_nothing(query.this, kinds)
+    if isinstance(query, exp.Union):
+        return yields_nothing(query.this, kinds) and yields_nothing(query.expression, kinds)
+    if not isinstance(query, exp.Select):
+        return False
+    if not query.args.get("group") and any(e.find(exp.AggFunc) for e in query.expressions):
+        return False  # an aggregate without GROUP BY returns its one row even over no rows
+    if any(j.args.get("side") for j in query.args.get("joins") or []):
+        return False
+    for item in froms(query):
+        if isinstance(item, exp.Subquery) and yields_nothing(item, kinds):
+            return True
+        rel = R.relation_of(item) if isinstance(item, exp.Table) else None
+        if rel is not None and rel.kind == R.DELTA:
+            allowed = _kinds_allowed(query, item.alias_or_name)
+            present = kinds.get(int(rel.name), set())
+            if not present or (allowed is not None and not allowed & present):
+                return True
+    return False

@@ -1,0 +1,122 @@
+"""Reading from a base table only the rows a small batch can join: filters pushed down to PostgreSQL.
+
+Spark reads a base table over JDBC; read whole, a table of millions of rows costs seconds even for
+a batch of ten changes. But a SELECT that joins the table by an equality can only use its rows
+whose column holds a value the other side has:
+
+- joined to the batch (`b.x = d.y`, Δ d): the rows with x among the batch's values, which this
+  transaction's own i-diff instance lists (inlined as `x = ANY(...)`, at most PUSHDOWN_LIMIT of them);
+- joined to another base table a of the same SELECT that is itself restricted (`b.x = a.y`): the
+  rows with x among the y of a's restricted rows, as a subquery PostgreSQL evaluates in the read's
+  own (imported) snapshot: `x IN (SELECT y FROM a WHERE <a's filter>)`. So a chain such as
+  Δparts ⋈ devices_parts ⋈ devices reads devices at the batch's devices only.
+
+Each equality is a conjunct of the WHERE (or of an inner join's ON) of the SELECT whose FROM reads
+the table; whatever encloses that SELECT (a UNION branch, an EXISTS, a NOT IN), rows failing one of
+its conjuncts contribute nothing, so dropping them before the read is exact. A SELECT with an
+outer join restricts none of its tables (its preserved side keeps rows that match nothing). A
+table read in several places (several queries, UNION branches) is read once, restricted by the
+OR of its occurrences' filters, or whole if one occurrence has none.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from psycopg.sql import Literal
+from sqlglot import exp
+
+from ...program import relations as R
+from ...program.trees import conjuncts, froms
+from ...sqltext import ident
+from ..postgres.render import delta_table
+
+PUSHDOWN_LIMIT = 20_000  # at most this many distinct batch values are inlined into a base table's read
+
+
+def _scope(sel: exp.Select) -> dict[str, R.Relation]:
+    """The relations a SELECT's own FROM and joins read, by alias."""
+    out = {}
+    for t in froms(sel):
+        if isinstance(t, exp.Table) and (rel := R.relation_of(t)) is not None:
+            out[t.alias_or_name] = rel
+    return out
+
+
+def _deltas_in_scope(sel: exp.Select) -> dict[str, R.Relation]:
+    """Δ relations visible in a SELECT by alias: its own, else an enclosing SELECT's (correlation)."""
+    out: dict[str, R.Relation] = {}
+    node: exp.Expression | None = sel
+    while node is not None:
+        if isinstance(node, exp.Select):
+            for a, rel in _scope(node).items():
+                if rel.kind == R.DELTA:
+                    out.setdefault(a, rel)
+        node = node.parent
+    return out
+
+
+class Pushdown:
+    """The filters of one maintenance's base-table reads. `values(captured_id, column)` are read
+    from the transaction's i-diff instance once each; `table(rel)` is a base relation's quoted
+    name."""
+
+    def __init__(self, cursor, table: Callable[[R.Relation], str]):
+        self._cur = cursor
+        self._table = table
+        self._values: dict[tuple[int, str], str | None] = {}
+
+    def _any(self, column: str, captured_id: int, delta_column: str) -> str | None:
+        key = (captured_id, delta_column)
+        if key not in self._values:
+            values = [v for (v,) in self._cur.execute(
+                f"SELECT DISTINCT {ident(delta_column)} FROM {delta_table(captured_id)} "
+                f"WHERE {ident(delta_column)} IS NOT NULL LIMIT {PUSHDOWN_LIMIT + 1}").fetchall()]
+            self._values[key] = (None if len(values) > PUSHDOWN_LIMIT
+                                 else Literal(values).as_string(self._cur) if values else "")
+        inlined = self._values[key]
+        if inlined is None:
+            return None
+        return f"{ident(column)} = ANY({inlined})" if inlined else "FALSE"
+
+    def _select_filters(self, sel: exp.Select) -> dict[str, str]:
+        """Per base alias of the SELECT's FROM: a filter its rows must pass to matter ('' for none)."""
+        here = _scope(sel)
+        if any(j.args.get("side") for j in sel.args.get("joins") or []):
+            return {}
+        deltas = _deltas_in_scope(sel)
+        where = sel.args.get("where")
+        equalities = [(c.this, c.expression) for c in
+                      conjuncts(where.this if where else None) + [c for j in sel.args.get("joins") or []
+                                                                  for c in conjuncts(j.args.get("on"))]
+                      if isinstance(c, exp.EQ) and isinstance(c.this, exp.Column) and isinstance(c.expression, exp.Column)]
+        edges = [(b, o) for x, y in equalities for b, o in ((x, y), (y, x))
+                 if b.table in here and here[b.table].kind == R.BASE]
+        filters: dict[str, str] = {}
+        for b, o in edges:  # joined to the batch
+            other = here[o.table] if o.table in here else deltas.get(o.table)
+            if other is not None and other.kind == R.DELTA:
+                part = self._any(b.name, int(other.name), o.name)
+                if part is not None:
+                    filters[b.table] = f"{filters[b.table]} AND {part}" if b.table in filters else part
+        for _ in range(len(here)):  # joined to a restricted table, one link of the chain per round
+            grown = False
+            for b, o in edges:
+                if b.table not in filters and o.table in filters and o.table != b.table:
+                    filters[b.table] = (f"{ident(b.name)} IN (SELECT {ident(o.name)} FROM "
+                                        f"{self._table(here[o.table])} WHERE {filters[o.table]})")
+                    grown = True
+            if not grown:
+                break
+        return filters
+
+    def filters(self, queries: list[exp.Expression]) -> dict[R.Relation, str]:
+        """Per base relation the queries read: the WHERE its read may take (absent: read it whole)."""
+        per: dict[R.Relation, list[str | None]] = {}
+        for query in queries:
+            for sel in query.find_all(exp.Select):
+                found = self._select_filters(sel)
+                for a, rel in _scope(sel).items():
+                    if rel.kind == R.BASE:
+                        per.setdefault(rel, []).append(found.get(a))
+        return {rel: " OR ".join(f"({f})" for f in dict.fromkeys(fs))
+                for rel, fs in per.items() if all(fs)}

@@ -1,0 +1,50 @@
+"""What the Spark engine takes off a Δ-program step (engines/spark/offload.py), as pure tree
+functions: no Spark and no database needed. The rewrites' meaning is checked on PostgreSQL in
+test_spark_engine.py (test_steps_rewritten_to_read_staged_rows_keep_their_meaning)."""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from idivm.engines.postgres.render import render_step, sql
+from idivm.engines.spark.offload import offload, yields_nothing
+from idivm.program import relations as R
+from idivm.program.steps import DeleteMatching, InsertRows
+from idivm.program.trees import alias, all_of, col, eq, select, string, union_all
+
+
+def _insert_source(kind: str) -> exp.Select:
+    return select([alias(col("b", "k"), "k")], [R.delta(1, alias="d"), R.base("public", "b", alias="b")],
+                  [eq(col("d", "kind"), string(kind)), eq(col("b", "k"), col("d", "post__k"))])
+
+
+def test_a_query_over_kinds_the_batch_lacks_yields_nothing():
+    q = _insert_source("I")
+    assert yields_nothing(q, {1: {"U"}}) and yields_nothing(q, {})
+    assert not yields_nothing(q, {1: {"I", "U"}})
+    both = union_all([_insert_source("I"), _insert_source("U")])
+    assert not yields_nothing(both, {1: {"U"}}) and yields_nothing(both, {1: {"D"}})
+    counted = select([alias(exp.Count(this=exp.Star()), "n")], [R.delta(1, alias="d")], [eq(col("d", "kind"), string("I"))])
+    assert not yields_nothing(counted, {1: {"U"}})  # one row (0) even over no rows
+
+
+def test_a_matching_delete_sends_its_join_to_spark_and_keeps_the_target_side():
+    step = DeleteMatching(phase=0, purpose="test", target=R.view("public", "v", alias="v"),
+                          using=[R.delta(1, alias="d"), R.base("public", "b", alias="b")],
+                          condition=all_of([eq(col("b", "k"), col("v", "bk")), eq(col("d", "pre__k"), col("b", "k")),
+                                            eq(col("d", "kind"), string("D"))]))
+    o = offload(step)
+    assert o is not None
+    assert sql(o.query) == ('SELECT "b"."k" AS "c0" FROM "pg_temp"."idivm_delta_1" AS "d", "public"."b" AS "b" '
+                            'WHERE ("d"."pre__k" = "b"."k") AND ("d"."kind" = \'D\')')
+    text = render_step(o.rewrite("idivm_staged_0"))
+    assert 'USING "pg_temp"."idivm_staged_0" AS "idivm_staged"' in text
+    assert 'WHERE ("idivm_staged"."c0" = "v"."bk")' in text
+
+
+def test_what_reads_only_the_batch_or_what_the_transaction_wrote_is_not_offloaded():
+    by_ids = DeleteMatching(phase=0, purpose="by IDs", target=R.view("public", "v", alias="v"),
+                            using=[R.delta(1, alias="d")], condition=eq(col("v", "k"), col("d", "pre__k")))
+    assert offload(by_ids) is None  # no join to take off PostgreSQL
+    from_view = InsertRows(phase=2, purpose="from the view", target=R.view("public", "w"), columns=["k"],
+                           source=select([col("v", "k")], [R.delta(1, alias="d"), R.view("public", "v", alias="v")]))
+    assert offload(from_view) is None  # the view is written by this transaction: Spark cannot see it
