@@ -79,9 +79,11 @@ def test_spark_benchmark_runs_and_verifies(server_dsn, tmp_path):
     from idivm.bench.spark import main
 
     out = tmp_path / "spark.json"
-    assert main(["--dsn", server_dsn, "--scale", "0.0005", "--batches", "20", "--rounds", "1", "--out", str(out)]) == 0
+    assert main(["--dsn", server_dsn, "--scale", "0.0005", "--batches", "20", "--rounds", "1", "--out", str(out),
+                 "--strategy", "tuple", "--separate-reads"]) == 0
     data = json.loads(out.read_text())
     assert data["views_equal_recomputation"] == {"v_postgres": True, "v_spark_0": True}
     runs = data["results"][0]["runs"]
     assert runs["local[2]"]["spark"]["median"] > 0 and runs["postgres"]["spark"]["median"] == 0
+    assert 0 < runs["local[2]"]["spark reads"]["median"] < runs["local[2]"]["spark"]["median"]
     assert data["results"][0]["effective_changes"] == [20] and (tmp_path / "spark.png").stat().st_size > 0

@@ -5,23 +5,24 @@ The paper's devices / parts / devices_parts (--scale 0.02 = 100k devices and par
 V (an SPJ join, phones only). One copy of V per engine and Spark master (--masters, e.g.
 local[1],local[2] for the scaling from one core to two) is registered; each round applies one
 batch, then maintains every copy, in alternating order. A batch of n changes updates the prices of
-n parts; beyond the number of parts, it also inserts the rest as new links. Each Spark master's
+n/2 parts (at most every part) and inserts the rest as new links. Each Spark master's
 session is started (and warmed by a first maintenance) before its timed runs: a scheduler keeps
 it warm; the start is reported apart. Per run the breakdown is: building the i-diffs in
 PostgreSQL, Spark (its reads inside the snapshot, its jobs, and of that the copy of its rows back
-into PostgreSQL), and the apply (PostgreSQL's statements). Every copy is verified against
+into PostgreSQL, and with --separate-reads the reads), and the apply (PostgreSQL's statements). Every copy is verified against
 recomputation at the end, and the effective changes of each batch are counted by the reports.
 """
 from __future__ import annotations
 
 import os
 import random
+import sys
 import time
 
 import psycopg
 
 from .. import api
-from ..errors import first_line
+from ..errors import IdivmError, first_line
 from .common import batches_parser, machine, timed_load, print_table, pyplot, save, scratch_database, summary, write_json
 
 VIEW = ("SELECT did, pid, price FROM parts NATURAL JOIN devices_parts NATURAL JOIN devices "
@@ -45,10 +46,12 @@ def load(db: psycopg.Connection, scale: float) -> dict:
 
 
 def _batch(db, rng: random.Random, sizes: dict, n: int, done: int) -> None:
-    """n changes: price updates of min(n, parts) parts, the rest as new links (existing devices and
-    parts, pairs neither the load nor the `done` earlier batches made)."""
+    """n changes: price updates of min(n // 2, parts) parts, the rest as new links (existing devices
+    and parts, pairs neither the load nor the `done` earlier batches made). Half the batch is new
+    links so that every batch gives Spark rows to join: the id strategy's price updates alone need
+    no join, and Spark then computes nothing (engines/spark/offload.py, yields_nothing)."""
     parts = sizes["parts"]
-    pids = rng.sample(range(1, parts + 1), min(n, parts))
+    pids = rng.sample(range(1, parts + 1), min(n // 2, parts))
     db.execute("UPDATE parts SET price = price + 1 WHERE pid = ANY(%s)", (pids,))
     extra = n - len(pids)
     if extra > 0:
@@ -87,28 +90,36 @@ def _maintain(engine, dsn: str, view: str, master: str | None):
 def _parts(seconds: float, report) -> dict:
     b = report.breakdown
     spark = b.get("spark", 0.0)
-    return {"total": seconds, "i-diffs": b["i-diffs"], "spark": spark, "spark copy": b.get("spark copy", 0.0),
+    return {"total": seconds, "i-diffs": b["i-diffs"], "spark": spark, "spark reads": b.get("spark reads", 0.0),
+            "spark copy": b.get("spark copy", 0.0),
             "apply": b["view"] + b["cache"], "other": seconds - b["i-diffs"] - spark - b["view"] - b["cache"]}
 
 
 def run(dsn: str | None = None, scale: float = 0.02, batches: str = "200,10000", rounds: int = 3,
-        out: str = "bench-results/bench_spark.json", keep: bool = False, masters: str = "local[2]") -> int:
+        out: str = "bench-results/bench_spark.json", keep: bool = False, masters: str = "local[2]",
+        strategy: str = "id", separate_reads: bool = False) -> int:
     sizes_of_batches = [int(b) for b in batches.split(",") if b.strip()]
     spark_masters = [m.strip() for m in masters.split(",") if m.strip()]
     runs = _runs(spark_masters)
-    saved_master = os.environ.get("IDIVM_SPARK_MASTER")
+    saved = {k: os.environ.get(k) for k in ("IDIVM_SPARK_MASTER", "IDIVM_SPARK_SEPARATE_READS")}
+    if separate_reads:  # every read materialized before Spark computes (engines/spark/executor.py)
+        os.environ["IDIVM_SPARK_SEPARATE_READS"] = "1"
     starts: dict[str, float] = {}
     try:
-        return _run(dsn, scale, sizes_of_batches, rounds, out, keep, runs, spark_masters, starts)
+        return _run(dsn, scale, sizes_of_batches, rounds, out, keep, runs, spark_masters, starts, strategy)
     finally:
-        if saved_master is None:
-            os.environ.pop("IDIVM_SPARK_MASTER", None)
-        else:
-            os.environ["IDIVM_SPARK_MASTER"] = saved_master
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
-def _run(dsn, scale, sizes_of_batches, rounds, out, keep, runs, spark_masters, starts) -> int:
+def _run(dsn, scale, sizes_of_batches, rounds, out, keep, runs, spark_masters, starts, strategy) -> int:
     with scratch_database(dsn, keep) as (bench_dsn, version):
+        from ..engines.spark.settings import SparkSettings
+
+        SparkSettings.from_env(bench_dsn).check()  # before minutes of loading
         with psycopg.connect(bench_dsn, autocommit=True) as db:
             sizes = timed_load(load, db, scale)
             engine = api.connect(bench_dsn)
@@ -117,7 +128,7 @@ def _run(dsn, scale, sizes_of_batches, rounds, out, keep, runs, spark_masters, s
                 if master is not None:
                     _session(bench_dsn, master)
                 t0 = time.perf_counter()
-                engine.register_view(view, VIEW, engine="spark" if master else "postgres")
+                engine.register_view(view, VIEW, strategy=strategy, engine="spark" if master else "postgres")
                 fills[master or "postgres"] = time.perf_counter() - t0
             rng = random.Random(7)
             db.execute("UPDATE parts SET price = price + 1 WHERE pid = 1")
@@ -151,26 +162,29 @@ def _run(dsn, scale, sizes_of_batches, rounds, out, keep, runs, spark_masters, s
             label = master or "postgres"
             if not t:
                 entry["runs"][label] = {"failed": failures.get((view, n), "no run")}
-                rows.append([n, label, "failed: " + entry["runs"][label]["failed"][:60], "", "", "", "", ""])
+                rows.append([n, label, "failed: " + entry["runs"][label]["failed"][:60], "", "", "", "", "", ""])
                 continue
             entry["runs"][label] = {k: summary([x[k] for x in t]) for k in t[0]}
             med = {k: v["median"] for k, v in entry["runs"][label].items()}
             pg = entry["runs"]["postgres"].get("total", {}).get("median")
             rows.append([n, label, med["total"] * 1000, med["i-diffs"] * 1000, med["spark"] * 1000,
-                         med["spark copy"] * 1000, med["apply"] * 1000, f"{med['total'] / pg:.2f}x" if pg else ""])
+                         med["spark reads"] * 1000, med["spark copy"] * 1000, med["apply"] * 1000, f"{med['total'] / pg:.2f}x" if pg else ""])
         results.append(entry)
     ok = all(equal.values()) and not failures
-    print(f"Spark engine vs PostgreSQL engine, view V at scale {scale} ({sizes}); medians of {rounds} rounds; "
+    print(f"Spark engine vs PostgreSQL engine, view V ({strategy} strategy) at scale {scale} ({sizes}); "
+          f"medians of {rounds} rounds; "
           f"PostgreSQL {version}; session start + first maintenance (s): "
           + ", ".join(f"{k} {v:.1f}" for k, v in starts.items()))
-    print_table(["batch", "engine", "total ms", "i-diffs ms", "in Spark ms", "of which copy ms", "apply ms",
+    print_table(["batch", "engine", "total ms", "i-diffs ms", "in Spark ms", "of which reads ms",
+                 "of which copy ms", "apply ms",
                  "vs postgres"], rows)
     print("initial fill (register-view, s): " + ", ".join(f"{k} {v:.1f}" for k, v in fills.items()))
     plot_path = out.replace(".json", ".png")
     plot(results, plot_path)
     write_json(out, {"benchmark": "spark", "machine": machine(), "postgresql": version, "view": VIEW,
                      "parameters": {"scale": scale, "batches": sizes_of_batches, "rounds": rounds,
-                                    "masters": spark_masters},
+                                    "masters": spark_masters, "strategy": strategy,
+                                    "separate_reads": os.environ.get("IDIVM_SPARK_SEPARATE_READS") == "1"},
                      "sizes": sizes, "session_start_seconds": starts, "fill_seconds": fills, "results": results,
                      "views_equal_recomputation": equal, "plots": [plot_path]})
     print(f"views equal recomputation: {ok}; json: {out}; plot: {plot_path}")
@@ -202,5 +216,13 @@ def main(argv: list[str] | None = None) -> int:
                         "0.02 = 100k devices and parts, 1M links; 0.2 = 1M and 10M", "200,10000")
     ap.add_argument("--masters", default="local[2]",
                     help="comma-separated Spark masters, one view copy each (e.g. local[1],local[2])")
+    ap.add_argument("--strategy", default="id", choices=["id", "tuple"], help="the strategy of every copy of V")
+    ap.add_argument("--separate-reads", action="store_true",
+                    help="materialize Spark's reads before its queries run, so that the breakdown tells reading "
+                         "from computing (costs memory and one job per read)")
     a = ap.parse_args(argv)
-    return run(a.dsn, a.scale, a.batches, a.rounds, a.out, a.keep, a.masters)
+    try:
+        return run(a.dsn, a.scale, a.batches, a.rounds, a.out, a.keep, a.masters, a.strategy, a.separate_reads)
+    except IdivmError as e:  # e.g. Spark cannot reach a server named by a socket: one line, not a traceback
+        print(f"bench spark: {first_line(e)}", file=sys.stderr)
+        return 2
