@@ -31,6 +31,7 @@ from .operate.policy import DEFAULT, Policy, notify_threshold, policy_of
 from .operate.registry import (MODES, compile_missing_programs, drop_locked, drop_unread_capture,
                                make_immediate_locked, readers_closure, register_locked, sync_immediate)
 from .operate.status import ViewStatus, view_statuses
+from .operate.table_locks import begin_with_writers_locked_out
 from .names import display_name, parse_name
 from .sqltext import ident, qualified, run
 
@@ -155,9 +156,7 @@ class Engine:
         sees every committed write and none in flight, so no change can slip between what it reads
         and the next change capture logs (registration, refresh, switching modes)."""
         with self.sa.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
-            with conn.begin():
-                for s, t in sorted(tables):
-                    run(conn, f"LOCK TABLE {qualified(s, t)} IN SHARE ROW EXCLUSIVE MODE")
+            with begin_with_writers_locked_out(conn, tables):
                 yield conn
 
     # -- maintenance -----------------------------------------------------------------------
