@@ -97,17 +97,26 @@ def _add_to_map(step: AddToMap) -> str:
 SCRATCH_TAG = "$idivm_scratch$"
 
 
+SCRATCH_TRUNCATE_BYTES = 8 << 20  # a scratch table this large (dead rows included) is truncated, not deleted from
+
+
 def _create_scratch(step: CreateScratch) -> str:
-    """A session temp table, created by the first maintenance that needs it and emptied at every
-    commit (ON COMMIT DELETE ROWS): creating a table in every maintenance costs catalog writes
-    (1-3 ms each here). The check runs server-side so that an existing table gives no NOTICE. A
-    transaction that fails takes its newly created tables with it; the next one creates them
-    again. Immediate mode drops them before each application (engines/postgres/immediate.py), as
-    it did when statements stored by earlier versions created them ON COMMIT DROP."""
+    """A session temp table, created by the first maintenance that needs it, and emptied by every
+    later one before it is filled: creating a table in every maintenance costs catalog writes
+    (1-3 ms each here), and emptying it at every commit (ON COMMIT DELETE ROWS) cost every commit
+    of the session about 0.3 ms per such table, however many views' tables it had collected
+    (engines/postgres/instances.py). DELETE leaves dead rows, which temp tables never vacuum: a
+    table grown past SCRATCH_TRUNCATE_BYTES is truncated instead. The check runs server-side so
+    that an existing table gives no NOTICE. A transaction that fails takes its newly created
+    tables with it; the next one creates them again. (Statements stored by earlier versions
+    created them ON COMMIT DELETE ROWS and do not empty them: immediate mode empties every scratch
+    table before each application, engines/postgres/immediate.py.)"""
     table = qualified("pg_temp", step.name)
-    create = f"CREATE TEMP TABLE {table} ON COMMIT DELETE ROWS AS {sql(step.source)} WITH NO DATA"
-    return (f"DO {SCRATCH_TAG}BEGIN IF to_regclass({string_literal(table)}) IS NULL THEN {create}; END IF; "
-            f"END{SCRATCH_TAG}")
+    name = string_literal(table)
+    create = f"CREATE TEMP TABLE {table} ON COMMIT PRESERVE ROWS AS {sql(step.source)} WITH NO DATA"
+    return (f"DO {SCRATCH_TAG}BEGIN IF to_regclass({name}) IS NULL THEN {create}; "
+            f"ELSIF pg_relation_size(to_regclass({name})) > {SCRATCH_TRUNCATE_BYTES} THEN TRUNCATE {table}; "
+            f"ELSE DELETE FROM {table}; END IF; END{SCRATCH_TAG}")
 
 
 def _recorded(write: str, r: Record) -> str:
