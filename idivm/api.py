@@ -104,12 +104,12 @@ class Engine:
                              "run `idivm init` to upgrade it")
         self._catalog_ok = True
 
-    def _view(self, conn: Connection, name: str) -> sa.Row:
+    def _view(self, conn: Connection, name: str, columns: str = "*") -> sa.Row:
         self._require_catalog(conn)
         schema, view = parse_name(name)
         if schema is None:
             schema = conn.execute(sa.text("SELECT current_schema()")).scalar()
-        row = catalog.view_by_name(conn, schema, view)
+        row = catalog.view_by_name(conn, schema, view, columns)
         if row is None:
             raise UnknownObject(f'no maintained view named "{name}"; `idivm list` shows the registered views')
         return row
@@ -163,10 +163,10 @@ class Engine:
     def _view_names(self, names: tuple[str, ...] | list[str]) -> list[tuple[int, str]]:
         with self.sa.connect() as conn:
             if names:
-                rows = [self._view(conn, n) for n in names]
+                rows = [self._view(conn, n, catalog.NAMES) for n in names]
             else:
                 self._require_catalog(conn)
-                rows = catalog.all_views(conn)
+                rows = catalog.all_views(conn, columns=catalog.NAMES)
         return [(r.id, display_name(r.schema_name, r.view_name)) for r in rows]
 
     def maintain(self, *names: str, keep_going: bool | None = None,
@@ -189,7 +189,7 @@ class Engine:
             keep_going = not names
         with self.sa.connect() as conn:
             order = dependency_order(list(views), edges(conn))
-            policies = {r.id: r.policy_engine for r in catalog.all_views(conn)}
+            policies = catalog.engine_policies(conn)
         reports = []
         scripts: dict[str, Any] = {}
         for vid in order:

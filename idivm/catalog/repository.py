@@ -20,10 +20,22 @@ from ..sqltext import run
 # -- views ------------------------------------------------------------------------------------
 
 
-def all_views(conn: Connection, order: str = "id") -> list[sa.Row]:
-    """Every registered view, by id or ("name") by schema and name."""
+# What maintenance needs of every view: a view's row also holds its Δ-program (JSON, often tens of
+# kilobytes), which `SELECT *` reads and sends for every view at every maintenance (2.6 ms of a 20 ms
+# maintenance with 8 views registered; scripts/profile_maintain.py).
+NAMES = "id, schema_name, view_name"
+
+
+def all_views(conn: Connection, order: str = "id", columns: str = "*") -> list[sa.Row]:
+    """Every registered view, by id or ("name") by schema and name; `columns` (a constant of this
+    module, or "*") narrows the rows."""
     by = "schema_name, view_name" if order == "name" else "id"
-    return conn.execute(sa.text(f"SELECT * FROM idivm.views ORDER BY {by}")).all()
+    return conn.execute(sa.text(f"SELECT {columns} FROM idivm.views ORDER BY {by}")).all()
+
+
+def engine_policies(conn: Connection) -> dict[int, str | None]:
+    """Each view's engine policy (None: the default), by view id."""
+    return dict(conn.execute(sa.text("SELECT id, policy_engine FROM idivm.views")).all())
 
 
 def view_ids(conn: Connection) -> list[int]:
@@ -34,8 +46,8 @@ def view_by_id(conn: Connection, view_id: int) -> sa.Row:
     return conn.execute(sa.text("SELECT * FROM idivm.views WHERE id = :v"), {"v": view_id}).one()
 
 
-def view_by_name(conn: Connection, schema: str, name: str) -> sa.Row | None:
-    return conn.execute(sa.text("SELECT * FROM idivm.views WHERE schema_name = :s AND view_name = :n"),
+def view_by_name(conn: Connection, schema: str, name: str, columns: str = "*") -> sa.Row | None:
+    return conn.execute(sa.text(f"SELECT {columns} FROM idivm.views WHERE schema_name = :s AND view_name = :n"),
                         {"s": schema, "n": name}).first()
 
 
