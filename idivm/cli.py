@@ -299,6 +299,8 @@ BENCHMARKS = {  # `idivm bench NAME` runs idivm.bench.NAME.main with the argumen
     "load": "Writers for 60 s under the scheduler: lag percentiles",
     "higher-order": "The higher-order strategy vs id vs recomputation on Q3, Q4 and V'",
     "spark": "The Spark engine vs the PostgreSQL engine maintaining V",
+    "peers": "idivm vs pg_ivm, REFRESH MATERIALIZED VIEW and a hand-written floor, per batch of changes",
+    "profile": "One maintenance of V or V', statement by statement: where its time goes",
 }
 
 

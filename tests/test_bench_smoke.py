@@ -87,3 +87,33 @@ def test_spark_benchmark_runs_and_verifies(server_dsn, tmp_path):
     assert runs["local[2]"]["spark"]["median"] > 0 and runs["postgres"]["spark"]["median"] == 0
     assert 0 < runs["local[2]"]["spark reads"]["median"] < runs["local[2]"]["spark"]["median"]
     assert data["results"][0]["effective_changes"] == [20] and (tmp_path / "spark.png").stat().st_size > 0
+
+
+def test_peers_benchmark_runs_and_verifies(server_dsn, tmp_path):
+    """Every method on its own copy of the tables, pg_ivm where the server has it (skipped with a
+    message where it does not), each view compared with its query."""
+    from idivm.bench.peers import BASELINE, METHODS, main
+
+    out = tmp_path / "peers.json"
+    assert main(["--dsn", server_dsn, "--scale", "0.0005", "--batches", "1,5", "--rounds", "1", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    measured = {m for e in data["results"] for m in e["methods"]}
+    expected = {m.label for m in METHODS if m.kind != "pg_ivm" or data["pg_ivm"]}
+    assert measured | set(k.split("/", 1)[1] for k in data["refused"]) == expected
+    assert data["views_equal_recomputation"] and all(data["views_equal_recomputation"].values())
+    assert len(data["views_equal_recomputation"]) == 2 * (len(expected) - 1) - len(data["refused"])
+    assert [(e["view"], e["batch"]) for e in data["results"]] == [("V", 1), ("V", 5), ("V'", 1), ("V'", 5)]
+    assert all(e["methods"][BASELINE]["incremental"] == 0 for e in data["results"])
+    assert (tmp_path / "peers.png").stat().st_size > 0
+
+
+def test_profile_helper_times_every_statement_of_a_maintenance(server_dsn, tmp_path):
+    from idivm.bench.profile import main
+
+    out = tmp_path / "profile.json"
+    assert main(["--dsn", server_dsn, "--scale", "0.0005", "--diff", "3", "--repeat", "1", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["view_equals_recomputation"] is True
+    shapes = [s["shape"] for s in data["statements"]]
+    assert any(s.startswith("INSERT INTO \"pg_temp\".\"idivm_delta_") or "idivm_delta_" in s for s in shapes)
+    assert 0 < data["statements_ms"] <= data["wall_ms"]

@@ -1,0 +1,135 @@
+"""Where one maintenance's time goes, statement by statement (issue 16: profile-driven changes).
+
+Loads the paper's devices / parts / devices_parts (--scale), registers V or V' (--view) with a
+strategy, then for each of --repeat rounds applies a batch of d single-row price updates and
+maintains the view, timing every SQL statement the maintenance sends (catalog queries, i-diff
+instances, the Δ-script, the prune) on the client side, round trip included. Prints, per
+statement text (numbers and identifiers of temporary tables folded so repeated shapes group), the
+median milliseconds per maintenance and how many times it ran; and the rest of the wall time
+(Python, commits, connection checkout) as "outside statements". Commit messages of performance
+changes quote this table before and after.
+"""
+from __future__ import annotations
+
+import random
+import re
+import statistics
+import sys
+import time
+from collections import defaultdict
+
+import psycopg
+import sqlalchemy as sa
+
+from .. import api
+from .common import machine, parser, print_table, scratch_database, timed_load, write_json
+from .devices import load as load_devices, view_sql
+
+_FOLD = [(re.compile(r"\b\d+\b"), "N"), (re.compile(r"'[^']*'"), "'…'"), (re.compile(r"\s+"), " ")]
+
+
+def shape(sql: str) -> str:
+    """A statement's text with numbers, string literals and runs of blanks folded."""
+    for pattern, repl in _FOLD:
+        sql = pattern.sub(repl, sql)
+    return sql.strip()
+
+
+class Recorder:
+    """Times every statement executed through psycopg cursors of connections it is attached to."""
+
+    def __init__(self):
+        self.active = False
+        self.times: list[tuple[str, float]] = []
+
+    def cursor_class(self):
+        recorder = self
+
+        class TimedCursor(psycopg.Cursor):
+            def execute(self, query, params=None, **kw):
+                if not recorder.active:
+                    return super().execute(query, params, **kw)
+                t0 = time.perf_counter()
+                try:
+                    return super().execute(query, params, **kw)
+                finally:
+                    text = query if isinstance(query, str) else query.as_string(self)
+                    recorder.times.append((text, time.perf_counter() - t0))
+
+        return TimedCursor
+
+    def attach(self, engine: sa.Engine) -> None:
+        cls = self.cursor_class()
+
+        @sa.event.listens_for(engine, "connect")
+        def _use_timed_cursors(dbapi_connection, _record):
+            dbapi_connection.cursor_factory = cls
+
+
+def run(dsn: str | None = None, scale: float = 0.02, view: str = "V'", strategy: str = "id", diff: int = 200,
+        repeat: int = 5, out: str = "bench-results/profile_maintain.json", keep: bool = False, top: int = 25) -> int:
+    with scratch_database(dsn, keep) as (bench_dsn, version):
+        with psycopg.connect(bench_dsn, autocommit=True) as db:
+            sizes = timed_load(load_devices, db, scale, 0.2, 10, 2)
+            engine = api.connect(bench_dsn)
+            recorder = Recorder()
+            recorder.attach(engine.sa)
+            engine.sa.dispose()  # connections opened from now on use timed cursors
+            engine.register_view("v", view_sql(2, view == "V'"), strategy=strategy)
+            rng = random.Random(16)
+            per_round: list[dict[str, list[float]]] = []
+            walls = []
+            for _ in range(repeat + 1):  # the first round warms caches and is not counted
+                pids = rng.sample(range(1, sizes["parts"] + 1), diff)
+                with db.transaction(), db.cursor() as cur:
+                    cur.executemany("UPDATE parts SET price = price + 1 WHERE pid = %s", [(p,) for p in pids])
+                recorder.times.clear()
+                recorder.active = True
+                t0 = time.perf_counter()
+                engine.maintain("v")
+                walls.append(time.perf_counter() - t0)
+                recorder.active = False
+                grouped: dict[str, list[float]] = defaultdict(list)
+                for text, secs in recorder.times:
+                    grouped[shape(text)].append(secs)
+                per_round.append(grouped)
+            ok = engine.verify("v").ok
+            engine.close()
+    per_round, walls = per_round[1:], walls[1:]
+    shapes = list(dict.fromkeys(s for r in per_round for s in r))
+    med = {s: statistics.median(sum(r.get(s, [])) for r in per_round) for s in shapes}
+    count = {s: statistics.median(len(r.get(s, [])) for r in per_round) for s in shapes}
+    wall = statistics.median(walls)
+    inside = statistics.median(sum(sum(v) for v in r.values()) for r in per_round)
+    ranked = sorted(shapes, key=lambda s: -med[s])
+    rows = [[f"{med[s] * 1000:.2f}", int(count[s]), s[:110]] for s in ranked[:top]]
+    rows.append([f"{sum(med[s] for s in ranked[top:]) * 1000:.2f}", int(sum(count[s] for s in ranked[top:])),
+                 f"({len(ranked[top:])} other statement shapes)"])
+    rows.append([f"{(wall - inside) * 1000:.2f}", "", "outside statements: Python, commits, connection checkout"])
+    print(f"One maintenance of {view} ({strategy}) after {diff} single-row price updates, scale {scale} ({sizes}); "
+          f"medians of {repeat}; PostgreSQL {version}; wall {wall * 1000:.1f} ms, of which statements "
+          f"{inside * 1000:.1f} ms in {int(statistics.median(sum(len(v) for v in r.values()) for r in per_round))} round trips")
+    print_table(["ms", "times", "statement"], rows)
+    write_json(out, {"benchmark": "profile_maintain", "machine": machine(), "postgresql": version,
+                     "parameters": {"scale": scale, "view": view, "strategy": strategy, "diff": diff, "repeat": repeat},
+                     "wall_ms": wall * 1000, "statements_ms": inside * 1000,
+                     "statements": [{"shape": s, "ms": med[s] * 1000, "times": count[s]} for s in ranked],
+                     "view_equals_recomputation": ok})
+    print(f"view equals recomputation: {ok}; json: {out}")
+    return 0 if ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser(__doc__, "bench-results/profile_maintain.json")
+    ap.add_argument("--scale", type=float, default=0.02, help="0.02 = 100k devices and parts, 1M links")
+    ap.add_argument("--view", default="V'", choices=["V", "V'"])
+    ap.add_argument("--strategy", default="id", choices=["id", "tuple", "higher-order", "auto"])
+    ap.add_argument("--diff", type=int, default=200, help="single-row price updates before each maintenance")
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--top", type=int, default=25, help="statement shapes listed")
+    a = ap.parse_args(argv)
+    return run(a.dsn, a.scale, a.view, a.strategy, a.diff, a.repeat, a.out, a.keep, a.top)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
