@@ -107,9 +107,7 @@ class Engine:
     def _view(self, conn: Connection, name: str, columns: str = "*") -> sa.Row:
         self._require_catalog(conn)
         schema, view = parse_name(name)
-        if schema is None:
-            schema = conn.execute(sa.text("SELECT current_schema()")).scalar()
-        row = catalog.view_by_name(conn, schema, view, columns)
+        row = catalog.view_by_name(conn, schema, view, columns)  # schema None: the current schema
         if row is None:
             raise UnknownObject(f'no maintained view named "{name}"; `idivm list` shows the registered views')
         return row
@@ -161,13 +159,20 @@ class Engine:
 
     # -- maintenance -----------------------------------------------------------------------
     def _view_names(self, names: tuple[str, ...] | list[str]) -> list[tuple[int, str]]:
+        return [(vid, shown) for vid, shown, _ in self._views_to_maintain(names)[0]]
+
+    def _views_to_maintain(self, names: tuple[str, ...] | list[str]) -> tuple[list[tuple[int, str, str | None]], list[int]]:
+        """The named views (all if none) as (id, display name, engine policy), and their ids in
+        maintenance order (a view after the views it reads; one view needs no order)."""
         with self.sa.connect() as conn:
             if names:
-                rows = [self._view(conn, n, catalog.NAMES) for n in names]
+                rows = [self._view(conn, n, catalog.NAMES_AND_ENGINE) for n in names]
             else:
                 self._require_catalog(conn)
-                rows = catalog.all_views(conn, columns=catalog.NAMES)
-        return [(r.id, display_name(r.schema_name, r.view_name)) for r in rows]
+                rows = catalog.all_views(conn, columns=catalog.NAMES_AND_ENGINE)
+            ids = list(dict.fromkeys(r.id for r in rows))
+            order = dependency_order(ids, edges(conn)) if len(ids) > 1 else ids
+        return [(r.id, display_name(r.schema_name, r.view_name), r.policy_engine) for r in rows], order
 
     def maintain(self, *names: str, keep_going: bool | None = None,
                  engine: str | None = None) -> list[MaintenanceReport] | MaintenanceReport:
@@ -184,12 +189,11 @@ class Engine:
         environment variable IDIVM_ENGINE sets the default. Every report names the engine it used."""
         if engine is not None:
             resolve_engine(engine, maintenance=True)  # a wrong name fails before any view is touched
-        views = dict(self._view_names(names))
+        found, order = self._views_to_maintain(names)
+        views = {vid: shown for vid, shown, _ in found}
+        policies = {vid: policy for vid, _, policy in found}
         if keep_going is None:
             keep_going = not names
-        with self.sa.connect() as conn:
-            order = dependency_order(list(views), edges(conn))
-            policies = catalog.engine_policies(conn)
         reports = []
         scripts: dict[str, Any] = {}
         for vid in order:

@@ -52,6 +52,17 @@ def run(conn, sql: str, params: tuple | None = None):
     return cur
 
 
+def run_batch(conn, statements: list[str]) -> list[tuple[str, int]]:
+    """Execute several generated statements in one round trip (the simple query protocol: no
+    parameters) and return each one's command tag and row count (-1 where there is none), in order.
+    They run in the caller's transaction; the first that fails raises and ends the batch."""
+    cur = run(conn, ";\n".join(statements))
+    out = [(cur.statusmessage or "", cur.rowcount)]
+    while cur.nextset():
+        out.append((cur.statusmessage or "", cur.rowcount))
+    return out
+
+
 def string_literal(text: str) -> str:
     """A SQL string literal (standard_conforming_strings, the default since PostgreSQL 9.1)."""
     return "'" + text.replace("'", "''") + "'"

@@ -41,7 +41,9 @@ def test_writes_benchmark_runs_and_verifies(server_dsn, tmp_path):
     assert data["views_equal_recomputation"] is True
     assert [(r["workload"], r["clients"]) for r in data["results"]] == [
         ("insert", 1), ("insert", 2), ("update", 1), ("update", 2)]
-    assert all(r["tps_no_view"]["median"] > 0 and r["tps_capture"]["median"] > 0 for r in data["results"])
+    assert all(r["tps_no_view"]["median"] > 0 and r["tps_capture"]["median"] > 0 and r["tps_immediate"]["median"] > 0
+               for r in data["results"])
+    assert all((r["tps_pg_ivm"] is None) == (data["pg_ivm"] is None) for r in data["results"])
 
 
 def test_capture_benchmark_runs_and_verifies(server_dsn, tmp_path):
@@ -117,3 +119,28 @@ def test_profile_helper_times_every_statement_of_a_maintenance(server_dsn, tmp_p
     shapes = [s["shape"] for s in data["statements"]]
     assert any(s.startswith("INSERT INTO \"pg_temp\".\"idivm_delta_") or "idivm_delta_" in s for s in shapes)
     assert 0 < data["statements_ms"] <= data["wall_ms"]
+
+
+def test_log_size_benchmark_runs_and_verifies(server_dsn, tmp_path):
+    from idivm.bench.log_size import main
+
+    out = tmp_path / "log_size.json"
+    assert main(["--dsn", server_dsn, "--rows", "2000", "--idle", "0,3000", "--batch", "5", "--rounds", "2",
+                 "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["views_equal_recomputation"] is True
+    kept = [r["idle_log_rows"] for r in data["results"]]
+    assert kept[0] < 3000 <= kept[1]  # the busy view's batches are kept for the idle view as well
+    assert all(r["maintain"]["median"] > 0 for r in data["results"])
+    assert (tmp_path / "log_size.png").stat().st_size > 0
+
+
+def test_peers_benchmark_measures_the_methods_asked_for(server_dsn, tmp_path):
+    from idivm.bench.peers import main
+
+    out = tmp_path / "peers.json"
+    assert main(["--dsn", server_dsn, "--scale", "0.0005", "--batches", "3", "--rounds", "1", "--views", "V'",
+                 "--methods", "idivm id,idivm id immediate", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert set(data["results"][0]["methods"]) == {"idivm id", "idivm id immediate", "no view"}
+    assert main(["--dsn", server_dsn, "--methods", "idivm nothing", "--out", str(out)]) == 2

@@ -151,3 +151,61 @@ def test_refresh_keeps_an_immediate_view_immediate(engine, tables):
     assert {s.view: s.mode for s in engine.status()}["public.sums"] == "immediate"
     tables.execute("DELETE FROM parts WHERE pid > 30")
     assert_equal_multiset(tables, "sums", sql, cols)
+
+
+def test_small_and_bulk_statements_alternate_between_kept_and_fresh_plans(engine, tables):
+    """A round of up to SMALL_CHANGES folded changes runs the Δ-script as static SQL (plans kept for
+    the session), a larger one with EXECUTE (planned for its size): alternating them in one session,
+    and in one transaction, keeps every view exact."""
+    from idivm.engines.postgres.immediate import SMALL_CHANGES
+
+    _register(engine)
+    tables.execute("INSERT INTO parts SELECT g, 1 + g %% 6, g %% 50 FROM generate_series(100, %s) g",
+                   (100 + SMALL_CHANGES + 200,))
+    _check(tables)
+    for step in range(3):
+        tables.execute("UPDATE parts SET price = price + 1 WHERE pid = %s", (7 + step,))
+        _check(tables)
+        tables.execute("UPDATE parts SET price = price + 1, sid = 1 + (sid % 6) WHERE pid >= 100")  # bulk
+        _check(tables)
+    with tables.transaction():
+        tables.execute("DELETE FROM parts WHERE pid = 3")
+        tables.execute("DELETE FROM parts WHERE pid >= 100 AND pid % 2 = 0")
+        tables.execute("UPDATE suppliers SET name = 'renamed' WHERE sid = 2")
+    _check(tables)
+
+
+def test_tables_read_by_immediate_views_alone_keep_no_log(engine, tables):
+    """Nothing consumes the log of a table that only immediate views read, so nothing pruned it: it
+    grew with every write. Capture now logs only while a deferred view reads the table, and the
+    views stay exact through every switch."""
+    def logged(table):
+        log = tables.execute("SELECT log_table FROM idivm.captured_tables WHERE table_name = %s", (table,)).fetchone()[0]
+        return tables.execute(f"SELECT count(*) FROM {log}").fetchone()[0]
+
+    sql, cols, _ = VIEWS["sums"]
+    engine.register_view("deferred_sums", sql)
+    tables.execute("UPDATE parts SET price = price + 1 WHERE pid <= 10")
+    assert logged("parts") == 10
+    engine.register_view("sums", sql, mode="immediate")
+    engine.set_mode("deferred_sums", "immediate")  # catches up; now only immediate views read parts
+    assert logged("parts") == 0
+    tables.execute("UPDATE parts SET price = price + 1")
+    tables.execute("DELETE FROM suppliers WHERE sid = 6")
+    assert logged("parts") == 0 and logged("suppliers") == 0
+    assert_equal_multiset(tables, "sums", sql, cols)
+    engine.set_mode("deferred_sums", "deferred")
+    tables.execute("UPDATE parts SET price = price - 1 WHERE pid <= 5")
+    assert logged("parts") == 5
+    engine.maintain("deferred_sums")
+    for name in ("sums", "deferred_sums"):
+        assert_equal_multiset(tables, name, sql, cols)
+    engine.drop_view("deferred_sums")  # a deferred reader dropped: the immediate one needs no log
+    tables.execute("UPDATE parts SET price = price + 3 WHERE pid <= 5")
+    assert logged("parts") == 0
+    engine.register_view("again", sql)  # and a new deferred reader gets every change from now on
+    tables.execute("UPDATE parts SET price = price + 1 WHERE pid <= 7")
+    assert logged("parts") == 7
+    engine.maintain("again")
+    assert_equal_multiset(tables, "again", sql, cols)
+    assert_equal_multiset(tables, "sums", sql, cols)

@@ -16,6 +16,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from ..dsn import resolve_dsn
+from ..errors import first_line
 
 
 @contextlib.contextmanager
@@ -67,6 +68,18 @@ def timed_round(db, engine, names: dict, start: int) -> dict:
             engine.maintain(names[key])
         out[key] = time.perf_counter() - t0
     return out
+
+
+def pg_ivm_version(db: psycopg.Connection) -> str | None:
+    """The server's pg_ivm version once `CREATE EXTENSION pg_ivm` succeeded, or None (saying so on
+    stderr) where the server does not have it: benchmarks compare with it only where it is installed."""
+    try:
+        db.execute("CREATE EXTENSION IF NOT EXISTS pg_ivm")
+    except psycopg.Error as e:
+        print(f"pg_ivm is not installed on this server ({first_line(e)}): skipped; docs/benchmarks.md says "
+              "how to install it", file=sys.stderr)
+        return None
+    return db.execute("SELECT extversion FROM pg_extension WHERE extname = 'pg_ivm'").fetchone()[0]
 
 
 def machine() -> dict:

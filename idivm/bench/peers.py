@@ -39,7 +39,7 @@ import psycopg
 
 from .. import api
 from ..errors import IdivmError, first_line
-from .common import batches_parser, machine, print_table, pyplot, save, scratch_database, summary, timed_load, write_json
+from .common import batches_parser, machine, pg_ivm_version, print_table, pyplot, save, scratch_database, summary, timed_load, write_json
 from .devices import load as load_devices
 from ..sqltext import ident
 
@@ -166,30 +166,25 @@ def _differs(db, label: str, schema: str) -> int:
                       f"({query} EXCEPT ALL SELECT {cols} FROM {s}.v)) AS x").fetchone()[0]
 
 
-def _pg_ivm(db) -> str | None:
-    """The installed pg_ivm's version, or None (with a message) when the server does not have it."""
-    try:
-        db.execute("CREATE EXTENSION IF NOT EXISTS pg_ivm")
-    except psycopg.Error as e:
-        print(f"pg_ivm is not installed on this server ({first_line(e)}): skipped; docs/benchmarks.md says "
-              "how to install it", file=sys.stderr)
-        return None
-    return db.execute("SELECT extversion FROM pg_extension WHERE extname = 'pg_ivm'").fetchone()[0]
-
-
 def run(dsn: str | None = None, scale: float = 0.02, batches: str = "1,10,200", rounds: int = 5,
         out: str = "bench-results/bench_peers.json", keep: bool = False, views: str = "V,V'",
-        one_statement: bool = False) -> int:
+        one_statement: bool = False, only: str | None = None) -> int:
     sizes_of_batches = [int(b) for b in batches.split(",") if b.strip()]
     labels = [v.strip() for v in views.split(",") if v.strip()]
     unknown = [v for v in labels if v not in VIEWS]
     if unknown:
         print(f"bench peers: unknown view {unknown[0]!r}; choose from {', '.join(VIEWS)}", file=sys.stderr)
         return 2
+    chosen = {m.strip() for m in only.split(",")} | {BASELINE} if only else {m.label for m in METHODS}
+    unknown = sorted(chosen - {m.label for m in METHODS})
+    if unknown:
+        print(f"bench peers: unknown method {unknown[0]!r}; choose from {', '.join(m.label for m in METHODS)}",
+              file=sys.stderr)
+        return 2
     with scratch_database(dsn, keep) as (bench_dsn, version):
         with psycopg.connect(bench_dsn, autocommit=True) as db:
-            pg_ivm = _pg_ivm(db)
-            methods = [m for m in METHODS if m.kind != "pg_ivm" or pg_ivm]
+            pg_ivm = pg_ivm_version(db) if PEER in chosen else None
+            methods = [m for m in METHODS if m.label in chosen and (m.kind != "pg_ivm" or pg_ivm)]
             sizes = timed_load(load_devices, db, scale, 0.2, 10, 2)
             t0 = time.perf_counter()
             for i, _ in enumerate(methods):
@@ -289,5 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--one-statement", action="store_true",
                     help="each batch is one UPDATE of d rows instead of d single-row UPDATEs (what immediate "
                          "methods pay once per statement)")
+    ap.add_argument("--methods", default=None,
+                    help="comma-separated method labels as the table prints them (default: all; "
+                         "'no view' is always measured, as the baseline)")
     a = ap.parse_args(argv)
-    return run(a.dsn, a.scale, a.batches, a.rounds, a.out, a.keep, a.views, a.one_statement)
+    return run(a.dsn, a.scale, a.batches, a.rounds, a.out, a.keep, a.views, a.one_statement, a.methods)

@@ -2,11 +2,13 @@
 
 A base table accounts(aid, bid, balance) of 1M rows (scale 1.0) and branches(bid, name) are
 loaded; pgbench runs single-row INSERT and UPDATE transactions with 1 and 2 clients for
---seconds each, first with no view, then with a join-aggregate view registered (its capture
-triggers on), repeated --repeat times. After each run with the view, the maintenance that
-follows is timed and the view verified against recomputation. Deferred maintenance should
-keep most of the write throughput, unlike immediate maintenance, which does the view's work
-inside every writing transaction.
+--seconds each, repeated --repeat times: with no view; with a join-aggregate view registered
+deferred (its capture triggers on; the maintenance after each run is timed); the same view in
+immediate mode (maintained inside every writer's transaction); and, where the server has the
+extension, pg_ivm's immediately maintained view of the same query instead. Each view is
+verified against recomputation after its runs. Deferred capture should keep most of the write
+throughput; immediate mode pays the view's work in every write, and is compared with pg_ivm,
+which does the same.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from .common import (
     print_table,
     pyplot,
     save,
+    pg_ivm_version,
     scratch_database,
     summary,
     write_json,
@@ -81,6 +84,34 @@ def pgbench(dsn: str, script: str, clients: int, seconds: int) -> float:
     return float(found.group(1))
 
 
+MODES = ("no view", "deferred", "immediate", "pg_ivm")
+PG_IVM_VIEW = "balances_pg_ivm"
+
+
+def _apply_mode(db: psycopg.Connection, engine, mode: str) -> None:
+    """Set up `mode` over the tables the previous mode left: idivm's view deferred (its capture
+    triggers only), then immediate (maintained inside every writer's transaction), then dropped for
+    pg_ivm's immediately maintained view of the same query."""
+    if mode == "deferred":
+        engine.register_view("balances", VIEW)
+    elif mode == "immediate":
+        engine.set_mode("balances", "immediate")
+    elif mode == "pg_ivm":
+        engine.drop_view("balances")
+        db.execute("SELECT pgivm.create_immv(%s, %s)", (PG_IVM_VIEW, VIEW))
+        db.execute(f"ANALYZE {PG_IVM_VIEW}")
+
+
+def _equal(db: psycopg.Connection, engine, mode: str) -> bool:
+    if mode in ("deferred", "immediate"):
+        return engine.verify("balances").ok
+    if mode == "pg_ivm":
+        return db.execute(f"SELECT count(*) FROM ((SELECT name, accounts, total FROM {PG_IVM_VIEW} EXCEPT ALL {VIEW}) "
+                          f"UNION ALL ({VIEW} EXCEPT ALL SELECT name, accounts, total FROM {PG_IVM_VIEW})) AS x"
+                          ).fetchone()[0] == 0
+    return True
+
+
 def run(dsn: str | None = None, scale: float = 1.0, seconds: int = 10, repeat: int = 3,
         out: str = "bench-results/bench_writes.json", keep: bool = False) -> int:
     rows = int(1_000_000 * scale)
@@ -90,64 +121,80 @@ def run(dsn: str | None = None, scale: float = 1.0, seconds: int = 10, repeat: i
     with scratch_database(dsn, keep) as (bench_dsn, version):
         with psycopg.connect(bench_dsn, autocommit=True) as db:
             load(db, rows)
+            pg_ivm = pg_ivm_version(db)
+            modes = [m for m in MODES if m != "pg_ivm" or pg_ivm]
             engine = api.connect(bench_dsn)
             engine.init()
-            for mode in ("no view", "view, capture on"):
-                if mode != "no view":
-                    engine.register_view("balances", VIEW)
+            for mode in modes:
+                _apply_mode(db, engine, mode)
                 for _ in range(repeat):
                     for workload, template in WORKLOADS.items():
                         for clients in (1, 2):
                             script = template.replace("{rows}", str(rows))
                             tps.setdefault((workload, clients, mode), []).append(
                                 pgbench(bench_dsn, script, clients, seconds))
-                            if mode != "no view":
+                            if mode == "deferred":
                                 t0 = time.perf_counter()
                                 engine.maintain("balances")
                                 maintenance.setdefault((workload, clients), []).append(time.perf_counter() - t0)
-                ok = ok and (mode == "no view" or engine.verify("balances").ok)
+                equal = _equal(db, engine, mode)
+                if not equal:
+                    print(f"{mode}: the view differs from its query")
+                ok = ok and equal
             engine.close()
 
     results = []
     rows_out = []
     for workload in WORKLOADS:
         for clients in (1, 2):
-            base, cap = (summary(tps[(workload, clients, m)]) for m in ("no view", "view, capture on"))
+            stats = {m: summary(tps[(workload, clients, m)]) for m in modes}
+            base = stats["no view"]["median"]
             maint = summary(maintenance[(workload, clients)])
-            kept = cap["median"] / base["median"]
-            results.append({"workload": workload, "clients": clients, "tps_no_view": base, "tps_capture": cap,
-                            "throughput_kept": kept, "maintenance_seconds": maint})
-            rows_out.append([workload, clients, base["median"], cap["median"], f"{kept * 100:.0f}%",
-                             maint["median"] * 1000])
+            r = {"workload": workload, "clients": clients, "tps_no_view": stats["no view"],
+                 "tps_capture": stats["deferred"], "tps_immediate": stats["immediate"],
+                 "tps_pg_ivm": stats.get("pg_ivm"), "throughput_kept": stats["deferred"]["median"] / base,
+                 "immediate_kept": stats["immediate"]["median"] / base,
+                 "immediate_vs_pg_ivm": stats["immediate"]["median"] / stats["pg_ivm"]["median"] if pg_ivm else None,
+                 "maintenance_seconds": maint}
+            results.append(r)
+            rows_out.append([workload, clients] + [stats[m]["median"] for m in modes]
+                            + [f"{r['throughput_kept'] * 100:.0f}%", f"{r['immediate_kept'] * 100:.0f}%"]
+                            + ([f"{r['immediate_vs_pg_ivm']:.2f}x"] if pg_ivm else [])
+                            + [maint["median"] * 1000])
     print(f"single-row writes on accounts ({rows} rows), {seconds} s per run, {repeat} runs, "
-          f"PostgreSQL {version}; view: {VIEW}")
-    print_table(["workload", "clients", "tps, no view", "tps, capture on", "kept", "maintain after (ms)"], rows_out)
+          f"PostgreSQL {version}, pg_ivm {pg_ivm or 'not installed'}; view: {VIEW}")
+    print_table(["workload", "clients"] + [f"tps, {m}" for m in modes] + ["deferred kept", "immediate kept"]
+                + (["immediate / pg_ivm"] if pg_ivm else []) + ["maintain after deferred (ms)"], rows_out)
     target = all(r["throughput_kept"] >= 0.8 for r in results)
-    print(f"target (capture keeps >= 80% of write throughput): {'met' if target else 'NOT met'}; "
-          f"view equals recomputation: {ok}; json: {out}")
+    print(f"target (deferred capture keeps >= 80% of write throughput): {'met' if target else 'NOT met'}")
+    if pg_ivm:
+        peer = all(r["immediate_vs_pg_ivm"] >= 2 for r in results)
+        print(f"target (immediate mode >= 2x pg_ivm's throughput): {'met' if peer else 'NOT met'}")
+    print(f"views equal recomputation: {ok}; json: {out}")
     plot_path = out.replace(".json", ".png")
-    plot(results, plot_path)
-    write_json(out, {"benchmark": "writes", "machine": machine(), "postgresql": version,
+    plot(results, plot_path, modes)
+    write_json(out, {"benchmark": "writes", "machine": machine(), "postgresql": version, "pg_ivm": pg_ivm,
                      "parameters": {"rows": rows, "seconds": seconds, "repeat": repeat, "view": VIEW},
                      "results": results, "target_met": target, "views_equal_recomputation": ok,
                      "plots": [plot_path]})
     return 0 if ok else 1
 
 
-def plot(results: list[dict], path: str) -> None:
+def plot(results: list[dict], path: str, modes) -> None:
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6, 3.5))
+    fig, ax = plt.subplots(figsize=(7, 3.5))
     labels = [f"{r['workload']}, {r['clients']} client{'s' if r['clients'] > 1 else ''}" for r in results]
     xs = range(len(results))
-    ax.bar([x - 0.2 for x in xs], [r["tps_no_view"]["median"] for r in results], 0.4, label="no view", color="tab:gray")
-    ax.bar([x + 0.2 for x in xs], [r["tps_capture"]["median"] for r in results], 0.4, label="view, capture on",
-           color="tab:blue")
-    for x, r in zip(xs, results):
-        ax.annotate(f"{r['throughput_kept'] * 100:.0f}%", (x + 0.2, r["tps_capture"]["median"]), ha="center",
-                    va="bottom", fontsize=8)
+    keys = {"no view": "tps_no_view", "deferred": "tps_capture", "immediate": "tps_immediate", "pg_ivm": "tps_pg_ivm"}
+    colors = {"no view": "tab:gray", "deferred": "tab:blue", "immediate": "tab:orange", "pg_ivm": "tab:red"}
+    width = 0.8 / len(modes)
+    for k, mode in enumerate(modes):
+        offset = (k - (len(modes) - 1) / 2) * width
+        ax.bar([x + offset for x in xs], [r[keys[mode]]["median"] for r in results], width, label=mode,
+               color=colors[mode])
     ax.set_xticks(list(xs), labels, fontsize=8)
     ax.set_ylabel("transactions / s")
-    ax.set_title("single-row write throughput with deferred capture")
+    ax.set_title("single-row write throughput: no view, idivm deferred and immediate, pg_ivm")
     ax.legend(fontsize=8)
     save(fig, path)
 

@@ -110,6 +110,7 @@ def ensure_capture(conn: Connection, info: TableInfo, threshold: Threshold) -> i
     run(conn, f"CREATE TABLE {log} (xid xid8 NOT NULL DEFAULT pg_current_xact_id(), "
         "seq bigint GENERATED ALWAYS AS IDENTITY, old_row jsonb, new_row jsonb, "
         "logged_at timestamptz NOT NULL DEFAULT now())")
+    index_log(conn, cid)
     catalog.set_capture_objects(conn, cid, log, fn)
     install_function(conn, cid, info, threshold)
     t = info.qualified
@@ -122,10 +123,32 @@ def ensure_capture(conn: Connection, info: TableInfo, threshold: Threshold) -> i
     return cid
 
 
+def index_log(conn: Connection, captured_id: int) -> None:
+    """The log's index on xid: maintenance reads its window and prune deletes consumed rows through it
+    (catalog.unconsumed, catalog.prune_log), so neither pays for the rows kept for other views. Its
+    entries are appended at the index's right end (xids grow), the cheapest index insert there is."""
+    run(conn, f"CREATE INDEX IF NOT EXISTS {ident(f'log_{int(captured_id)}_xid')} ON {log_table(captured_id)} (xid)")
+
+
 def enable_always(conn: Connection, table: str, triggers=TRIGGERS) -> None:
     """Make idivm's triggers on `table` (the capture triggers unless named) fire whatever
     session_replication_role says."""
     run(conn, f"ALTER TABLE {table} " + ", ".join(f"ENABLE ALWAYS TRIGGER {ident(trg)}" for trg in triggers))
+
+
+def sync_logging(conn: Connection) -> None:
+    """Capture logs a table's changes only while a deferred view reads it: a table read by immediate
+    views alone has its capture triggers disabled (its views are maintained by their writers, and
+    nothing would ever consume, hence prune, its log: it grew without bound) and its log emptied;
+    they are enabled again, ENABLE ALWAYS, when a deferred view reads it again. Callers hold the
+    base tables against writers (registration, set-mode, drop), so no write falls between the
+    switch and the snapshot that the deferred view starts from."""
+    for t in catalog.capture_logging(conn):
+        if t.needed and not t.enabled:
+            enable_always(conn, t.qualified)
+        elif not t.needed and t.enabled:
+            run(conn, f"ALTER TABLE {t.qualified} " + ", ".join(f"DISABLE TRIGGER {ident(trg)}" for trg in TRIGGERS))
+            catalog.prune_log(conn, t.id, t.log_table)
 
 
 def install_function(conn: Connection, captured_id: int, info: TableInfo, threshold: Threshold) -> None:

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..introspect.reflect import columns_json
-from ..sqltext import run
+from ..sqltext import ident, run_batch, string_literal
 
 # -- views ------------------------------------------------------------------------------------
 
@@ -24,6 +24,7 @@ from ..sqltext import run
 # kilobytes), which `SELECT *` reads and sends for every view at every maintenance (2.6 ms of a 20 ms
 # maintenance with 8 views registered; scripts/profile_maintain.py).
 NAMES = "id, schema_name, view_name"
+NAMES_AND_ENGINE = "id, schema_name, view_name, policy_engine"
 
 
 def all_views(conn: Connection, order: str = "id", columns: str = "*") -> list[sa.Row]:
@@ -31,11 +32,6 @@ def all_views(conn: Connection, order: str = "id", columns: str = "*") -> list[s
     module, or "*") narrows the rows."""
     by = "schema_name, view_name" if order == "name" else "id"
     return conn.execute(sa.text(f"SELECT {columns} FROM idivm.views ORDER BY {by}")).all()
-
-
-def engine_policies(conn: Connection) -> dict[int, str | None]:
-    """Each view's engine policy (None: the default), by view id."""
-    return dict(conn.execute(sa.text("SELECT id, policy_engine FROM idivm.views")).all())
 
 
 def view_ids(conn: Connection) -> list[int]:
@@ -46,8 +42,10 @@ def view_by_id(conn: Connection, view_id: int) -> sa.Row:
     return conn.execute(sa.text("SELECT * FROM idivm.views WHERE id = :v"), {"v": view_id}).one()
 
 
-def view_by_name(conn: Connection, schema: str, name: str, columns: str = "*") -> sa.Row | None:
-    return conn.execute(sa.text(f"SELECT {columns} FROM idivm.views WHERE schema_name = :s AND view_name = :n"),
+def view_by_name(conn: Connection, schema: str | None, name: str, columns: str = "*") -> sa.Row | None:
+    """The view `schema.name` (schema None: the session's current schema)."""
+    return conn.execute(sa.text(f"SELECT {columns} FROM idivm.views "
+                                "WHERE schema_name = coalesce(CAST(:s AS text), current_schema()) AND view_name = :n"),
                         {"s": schema, "n": name}).first()
 
 
@@ -131,12 +129,14 @@ def notify_threshold(conn: Connection, captured_id: int, default_max_pending: in
 # -- maintenance state ------------------------------------------------------------------------
 
 
-def lock_for_maintenance(conn: Connection, view_id: int) -> sa.Row | None:
+def lock_for_maintenance(conn: Connection, view_id: int, settings: str = "") -> sa.Row | None:
     """The view's maintenance state, its row locked for this transaction, with the transaction's own
-    snapshot (`now`, recorded as consumed when the maintenance commits)."""
+    snapshot (`now`, recorded as consumed when the maintenance commits). `settings`: more select-list
+    items evaluated in the same round trip (set_config calls local to the transaction)."""
+    extra = f", {settings}" if settings else ""
     return conn.execute(sa.text(
-        "SELECT last_snapshot, stale_reason, mode, CAST(pg_current_snapshot() AS text) AS now FROM idivm.views "
-        "WHERE id = :v FOR UPDATE"
+        f"SELECT last_snapshot, stale_reason, mode, CAST(pg_current_snapshot() AS text) AS now{extra} "
+        "FROM idivm.views WHERE id = :v FOR UPDATE"
     ), {"v": view_id}).one_or_none()
 
 
@@ -211,13 +211,55 @@ def captured_ids_by_table(conn: Connection, view_id: int) -> dict[tuple[str, str
 
 
 def prune_log(conn: Connection, captured_id: int, log_table: str) -> None:
-    """Delete the log rows that every deferred view over the table has consumed."""
-    run(conn, (
-        f"DELETE FROM {log_table} AS l WHERE NOT EXISTS (SELECT 1 FROM idivm.view_inputs AS vi "
-        "JOIN idivm.views AS v ON v.id = vi.view_id "
-        f"WHERE vi.captured_table_id = {int(captured_id)} AND v.mode = 'deferred' "
-        "AND NOT pg_visible_in_snapshot(l.xid, CAST(v.last_snapshot AS pg_snapshot)))"
-    ))
+    """prune_logs() of one log."""
+    prune_logs(conn, [(captured_id, log_table)])
+
+
+def prune_logs(conn: Connection, logs: list[tuple[int, str]], asynchronous: bool = False) -> None:
+    """Delete the log rows that every deferred view over each (captured id, log table) has consumed,
+    through the log's xid index, between two bounds:
+
+    - below: the table's `pruned_below`, the smallest xmin of those views' snapshots when the log was
+      last pruned. Every row below it was visible to them all, so that prune deleted it: what is left
+      there are dead index entries until VACUUM, which a prune must not walk again (after a view
+      consumed a million rows, the next prunes spent 260 ms each on them);
+    - above: the smallest xmax of the views' snapshots, as no row at or above it is consumed by all.
+
+    So the rows kept for a view that is maintained rarely are not read again by every prune of the
+    views maintained often. The bounds of every log are read first, in one query, and given as
+    literals, which the planner estimates from the index (behind a subquery it guessed a third of
+    the log and scanned all of it); the deletes then run in one round trip. `asynchronous` (for a
+    caller in autocommit mode): that round trip commits without waiting for its WAL flush (a prune
+    lost in a crash is simply done again by the next one). With no deferred view over a table,
+    every row visible now is consumed."""
+    if not logs:
+        return
+    ids = ", ".join(str(int(cid)) for cid, _ in logs)
+    bounds = {b.id: b for b in conn.execute(sa.text(
+        "SELECT c.id, CAST(coalesce(c.pruned_below, '0') AS text) AS low, "
+        "CAST(coalesce(min(pg_snapshot_xmin(CAST(v.last_snapshot AS pg_snapshot))), "
+        "pg_snapshot_xmin(pg_current_snapshot())) AS text) AS consumed_below, "
+        "CAST(coalesce(min(pg_snapshot_xmax(CAST(v.last_snapshot AS pg_snapshot))), "
+        "pg_snapshot_xmax(pg_current_snapshot())) AS text) AS high "
+        "FROM idivm.captured_tables AS c LEFT JOIN (idivm.view_inputs AS vi JOIN idivm.views AS v "
+        "  ON v.id = vi.view_id AND v.mode = 'deferred') ON vi.captured_table_id = c.id "
+        f"WHERE c.id IN ({ids}) GROUP BY c.id, c.pruned_below")).all()}
+    settings = ["SET LOCAL synchronous_commit = off"] if asynchronous else []  # the batch is one transaction
+    statements = list(settings)
+    for cid, log_table in logs:
+        b = bounds.get(cid)
+        if b is None:
+            continue  # the table is no longer captured
+        deferred = ("FROM idivm.view_inputs AS vi JOIN idivm.views AS v ON v.id = vi.view_id "
+                    f"WHERE vi.captured_table_id = {int(cid)} AND v.mode = 'deferred'")
+        low, high, below = (f"CAST({string_literal(x)} AS xid8)" for x in (b.low, b.high, b.consumed_below))
+        statements.append(
+            f"WITH {ident('pruned')} AS (DELETE FROM {log_table} AS l WHERE l.xid >= {low} AND l.xid < {high} "
+            f"AND NOT EXISTS (SELECT 1 {deferred} AND NOT pg_visible_in_snapshot(l.xid, CAST(v.last_snapshot AS pg_snapshot)))) "
+            f"UPDATE idivm.captured_tables SET pruned_below = {below} "
+            f"WHERE id = {int(cid)} AND (pruned_below IS NULL OR pruned_below < {below})")
+    if len(statements) > len(settings):
+        run_batch(conn, statements)
 
 
 # -- views over views -------------------------------------------------------------------------
@@ -329,13 +371,40 @@ def delete_captured(conn: Connection, captured_id: int) -> None:
     conn.execute(sa.text("DELETE FROM idivm.captured_tables WHERE id = :id"), {"id": captured_id})
 
 
+def capture_logging(conn: Connection) -> list[sa.Row]:
+    """Every captured table whose base table exists and is not partitioned: id, the table as a
+    quoted name, log_table, whether a deferred view reads it (`needed`) and whether its capture
+    triggers are enabled now (`enabled`)."""
+    return conn.execute(sa.text(
+        "SELECT c.id, format('%I.%I', c.schema_name, c.table_name) AS qualified, c.log_table, "
+        "EXISTS (SELECT 1 FROM idivm.view_inputs vi JOIN idivm.views v ON v.id = vi.view_id "
+        "        WHERE vi.captured_table_id = c.id AND v.mode = 'deferred') AS needed, "
+        "EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = r.oid AND t.tgname = 'idivm_capture_insert' "
+        "        AND t.tgenabled <> 'D') AS enabled "
+        "FROM idivm.captured_tables c "
+        "JOIN pg_class r ON r.oid = to_regclass(format('%I.%I', c.schema_name, c.table_name)) "
+        "WHERE r.relkind = 'r' ORDER BY c.id")).all()
+
+
 def immediate_views(conn: Connection) -> list[sa.Row]:
     return conn.execute(sa.text(
         "SELECT id, schema_name, view_name FROM idivm.views WHERE mode = 'immediate' ORDER BY id")).all()
 
 
-def unconsumed(log_alias: str, view_id: int) -> str:
+def unconsumed(log_alias: str, view_id: int, snapshot: str | None = None) -> str:
     """SQL condition: the row of a log (aliased log_alias) was written by a transaction the view has
-    not consumed yet (not visible in the snapshot it was last maintained at)."""
-    return (f"NOT pg_visible_in_snapshot({log_alias}.xid, (SELECT CAST(v.last_snapshot AS pg_snapshot) "
-            f"FROM idivm.views AS v WHERE v.id = {int(view_id)}))")
+    not consumed yet (not visible in the snapshot it was last maintained at: `snapshot`, the view's
+    last_snapshot as read in this transaction, or else read by a subquery).
+
+    Every such transaction's xid is at least that snapshot's xmin: the first conjunct says so, which
+    changes nothing in the result but lets the log's xid index skip the rows before the window, so
+    a maintenance reads its window and not the rows kept for other views over the same table. Given
+    as a literal (both functions are immutable, so the planner folds them), the bound is a constant
+    the planner can estimate from the index; behind a subquery it guessed a third of the log and
+    chose a parallel bitmap scan (43 ms for a 49-row window of a 500k-row log)."""
+    if snapshot is None:
+        snap = f"(SELECT CAST(v.last_snapshot AS pg_snapshot) FROM idivm.views AS v WHERE v.id = {int(view_id)})"
+    else:
+        snap = f"CAST({string_literal(snapshot)} AS pg_snapshot)"
+    return (f"{log_alias}.xid >= pg_snapshot_xmin({snap}) "
+            f"AND NOT pg_visible_in_snapshot({log_alias}.xid, {snap})")

@@ -8,7 +8,7 @@ from sqlalchemy.engine import Connection
 
 from ..algebra.plan import BRANCH_COLUMN, Aggregate, Union, base_tables, format_plan
 from ..capture import drop_capture, ensure_capture
-from ..capture.triggers import reinstall_functions
+from ..capture.triggers import reinstall_functions, sync_logging
 from ..catalog import repository as catalog
 from ..engines.postgres import immediate
 from ..engines.postgres.materialize import Fill, create_as, create_tables
@@ -66,6 +66,7 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
     for cid in sorted(set(captured.values())):
         catalog.insert_input(conn, view_id, cid, infos[cid].columns)
     reinstall_functions(conn, notify_threshold, sorted(set(captured.values())))  # notify thresholds now count this view
+    sync_logging(conn)  # this (deferred) view reads them: tables read by immediate views alone log again
     for pos, ds in enumerate([] if isinstance(target, HigherOrderTarget) else diff_schemas_of(plan)):
         catalog.insert_diff_schema(conn, view_id, pos, ds.scan, captured[(ds.table.schema, ds.table.name)], ds.kind,
                                    ds.attrs, ds.conditional, ds.label())
@@ -141,6 +142,7 @@ def drop_locked(conn: Connection, row: sa.Row, keep_capture: bool = False) -> No
         drop_capture(conn, own)  # the table is gone: nothing is locked
     if not keep_capture:
         drop_unread_capture(conn, inputs)
+        sync_logging(conn)  # tables now read by immediate views alone stop logging
 
 
 def drop_unread_capture(conn: Connection, captured_ids) -> None:
@@ -162,6 +164,7 @@ def sync_immediate(conn: Connection) -> None:
     """immediate.sync with the views in the order its apply function needs: readers first."""
     views = catalog.view_ids(conn)
     immediate.sync(conn, list(reversed(dependency_order(views, edges(conn)))))
+    sync_logging(conn)
 
 
 def readers_closure(view_id: int, reads: dict[int, set[int]]) -> set[int]:

@@ -64,7 +64,7 @@ def view_statuses(conn: Connection, default: Policy = DEFAULT, now: datetime | N
             continue
         logs = [i for i in inputs if i.view_id == r.id]
         # an immediate view consumes no log: its changes were applied by the writers themselves
-        pending, oldest = _pending(conn, r.id, [i.log_table for i in logs]) if r.mode == "deferred" else (0, None)
+        pending, oldest = _pending(conn, r.id, r.last_snapshot, [i.log_table for i in logs]) if r.mode == "deferred" else (0, None)
         state = ViewState(pending=pending, oldest_pending_at=oldest, last_maintained_at=r.last_maintained_at,
                           last_attempt_at=r.last_attempt_at, consecutive_failures=r.consecutive_failures,
                           stale=r.stale_reason is not None)
@@ -77,12 +77,12 @@ def view_statuses(conn: Connection, default: Policy = DEFAULT, now: datetime | N
     return out
 
 
-def _pending(conn: Connection, view_id: int, logs: list[str]) -> tuple[int, datetime | None]:
+def _pending(conn: Connection, view_id: int, snapshot: str, logs: list[str]) -> tuple[int, datetime | None]:
     """Committed log rows not yet consumed by the view, and the oldest one's time: one statement."""
     if not logs:
         return 0, None
     parts = [f"SELECT count(*) AS n, min(l.logged_at) AS oldest FROM {log} AS l "
-             f"WHERE {catalog.unconsumed('l', view_id)}" for log in logs]
+             f"WHERE {catalog.unconsumed('l', view_id, snapshot)}" for log in logs]
     row = conn.exec_driver_sql(
         "SELECT coalesce(sum(n), 0), min(oldest) FROM (" + " UNION ALL ".join(parts) + ") AS p").one()
     return int(row[0]), row[1].astimezone(timezone.utc) if row[1] else None

@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import time
+from itertools import groupby
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -27,8 +28,8 @@ from ...errors import IdivmError, first_line
 from ...catalog import repository as catalog
 from ...introspect.reflect import table_info
 from ...names import display_name
-from ...sqltext import run
-from .instances import build_instance, forget_instances
+from ...sqltext import run_batch
+from .instances import build_instances, forget_instances
 
 LOCK_CLASS = 0x1D1B  # advisory lock namespace for view maintenance
 
@@ -145,10 +146,10 @@ def _record_failure(conn: Connection, view_id: int, error: BaseException) -> Non
 #   next maintenance consumes the same log rows again. The logs are written by the application's own
 #   (synchronous) transactions and are never at risk.
 TRANSACTION_SETTINGS = (
-    "SELECT set_config('random_page_cost', "
+    "set_config('random_page_cost', "
     "CAST(least(CAST(current_setting('random_page_cost') AS float8), 1.1) AS text), true), "
     "set_config('synchronous_commit', 'off', true)"
-)
+)  # select-list items: evaluated with the view's catalog row, in the transaction's first round trip
 
 
 def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, before_commit,
@@ -156,8 +157,7 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
     """The maintenance transaction's work, in a transaction the caller opened (REPEATABLE READ, its
     snapshot taken after any locks the caller needs); returns the view's inputs (for pruning)."""
     started = time.perf_counter()
-    conn.execute(sa.text(TRANSACTION_SETTINGS))
-    row = catalog.lock_for_maintenance(conn, view_id)
+    row = catalog.lock_for_maintenance(conn, view_id, TRANSACTION_SETTINGS)
     if row is None:
         raise IdivmError(f"view {report.view} was dropped while being maintained")
     if row.mode == "immediate":  # its writers maintain it; consuming the log would apply changes twice
@@ -174,21 +174,23 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
                     "to rebuild it from its definition")
     changed: dict[int, int] = {}
     inputs = catalog.view_inputs(conn, view_id, reflect=True)
-    for t in inputs:
-        info = table_info(t.schema_name, t.table_name, t.columns)
-        n = changed[t.id] = build_instance(conn, view_id, t.id, t.log_table, info)
+    counts = build_instances(conn, view_id, [(t.id, t.log_table, table_info(t.schema_name, t.table_name, t.columns))
+                                             for t in inputs], row.last_snapshot)
+    for t, n in zip(inputs, counts):
+        changed[t.id] = n
         report.per_table[display_name(t.schema_name, t.table_name)] = n
         report.changes += n
     report.breakdown["i-diffs"] = time.perf_counter() - started
     if report.changes:
-        for st in script(conn, view_id, changed, report):
-            if st.driven_by is not None and not changed.get(st.driven_by):
-                continue  # its driving i-diff is empty: it would change nothing
-            t0 = time.perf_counter()
-            cur = run(conn, st.sql)
-            report.breakdown[st.role] += time.perf_counter() - t0
-            report.statements += 1
-            report.rows_affected += max(cur.rowcount, 0)
+        statements = [st for st in script(conn, view_id, changed, report)
+                      if st.driven_by is None or changed.get(st.driven_by)]  # else its i-diff is empty: no change
+        for role, group in groupby(statements, key=lambda st: st.role):
+            texts = [st.sql for st in group]
+            t0 = time.perf_counter()  # one round trip per run of statements with the same role
+            results = run_batch(conn, texts)
+            report.breakdown[role] += time.perf_counter() - t0
+            report.statements += len(texts)
+            report.rows_affected += sum(max(n, 0) for _, n in results)
     if before_commit:
         before_commit(conn)
     report.seconds = time.perf_counter() - started
@@ -197,14 +199,9 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
 
 
 def _prune(conn: Connection, inputs: list[sa.Row]) -> None:
-    """Delete log rows that every view over the table has consumed (autocommit, one statement per log;
-    asynchronous commit: a prune lost in a crash is simply done again by the next one)."""
+    """Delete log rows that every view over the table has consumed (autocommit, two round trips for
+    all logs, committed asynchronously: a prune lost in a crash is simply done again by the next one)."""
     try:
-        conn.execute(sa.text("SET synchronous_commit = off"))
-        try:
-            for t in inputs:
-                catalog.prune_log(conn, t.id, t.log_table)
-        finally:
-            conn.execute(sa.text("RESET synchronous_commit"))
+        catalog.prune_logs(conn, [(t.id, t.log_table) for t in inputs], asynchronous=True)
     except (sa.exc.DBAPIError, psycopg.Error):
         pass  # pruning is an optimisation; the rows are consumed again by nobody

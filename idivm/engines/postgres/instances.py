@@ -16,17 +16,19 @@ from .render import delta_table
 from ...algebra.tables import TableInfo
 from ...capture.fold import fold_select, log_images
 from ...catalog import repository as catalog
-from ...sqltext import ident, run
+from ...sqltext import ident, run, run_batch
 
 
 SESSION_TABLES = "idivm_delta_tables"  # key in the DBAPI connection's info: captured id -> [signature, rows]
 TRUNCATE_AFTER_ROWS = 100_000  # rows filled since the table was last truncated: then TRUNCATE, not DELETE
 
 
-def build_instance(conn, view_id: int, captured_id: int, log: str, info: TableInfo) -> int:
-    """Fill pg_temp.idivm_delta_<captured_id> (created once per session); return its row count.
+def build_instances(conn, view_id: int, tables: list[tuple[int, str, TableInfo]], snapshot: str) -> list[int]:
+    """Fill pg_temp.idivm_delta_<captured_id> for each (captured id, log, table) from the log rows the
+    view has not consumed (`snapshot`: the view's last_snapshot, read in this transaction), all in
+    one round trip (each fill and its ANALYZE), and return their row counts in the same order.
 
-    The table lives as long as the database session, so maintenance does no DDL per run unless the
+    Each table lives as long as the database session, so maintenance does no DDL per run unless the
     base table's columns changed. It keeps its rows at commit (ON COMMIT PRESERVE ROWS) and is
     emptied by the statement that fills it: PostgreSQL truncates every ON COMMIT DELETE ROWS table
     of the session at every commit that touched any temp table, about 0.3 ms each, so a pooled
@@ -36,26 +38,32 @@ def build_instance(conn, view_id: int, captured_id: int, log: str, info: TableIn
     signature of the columns it was created for, and the rows filled since, are kept with the
     pooled connection; forget_instances() drops that knowledge when a transaction that may have
     created one fails (the table is then created afresh)."""
-    target = delta_table(captured_id)
     known = conn.connection.info.setdefault(SESSION_TABLES, {})
-    signature = (info.columns, info.key)
-    select = fold_select(info, log_images(log, catalog.unconsumed("l", view_id)))
-    state = known.get(captured_id)
-    if state is None or state[0] != signature:
-        run(conn, f"DROP TABLE IF EXISTS {target}")
-        run(conn, f"CREATE TEMP TABLE {target} ON COMMIT PRESERVE ROWS AS {select}\nWITH NO DATA")
-        state = known[captured_id] = [signature, 0]
-        fill = f"INSERT INTO {target} {select}"
-    elif state[1] > TRUNCATE_AFTER_ROWS:
-        run(conn, f"TRUNCATE {target}")
-        state[1] = 0
-        fill = f"INSERT INTO {target} {select}"
-    else:  # the previous maintenance's rows go in the same statement (it cannot see the rows it adds)
-        fill = f"WITH {ident('emptied')} AS (DELETE FROM {target}) INSERT INTO {target} {select}"
-    n = run(conn, fill).rowcount
-    state[1] += n
-    run(conn, f"ANALYZE {target}")
-    return n
+    texts, states = [], []
+    for captured_id, log, info in tables:
+        target = delta_table(captured_id)
+        signature = (info.columns, info.key)
+        select = fold_select(info, log_images(log, catalog.unconsumed("l", view_id, snapshot)))
+        state = known.get(captured_id)
+        if state is None or state[0] != signature:
+            run(conn, f"DROP TABLE IF EXISTS {target}")
+            run(conn, f"CREATE TEMP TABLE {target} ON COMMIT PRESERVE ROWS AS {select}\nWITH NO DATA")
+            state = known[captured_id] = [signature, 0]
+            texts.append(f"INSERT INTO {target} {select}")
+        elif state[1] > TRUNCATE_AFTER_ROWS:
+            texts.append(f"TRUNCATE {target}")
+            state[1] = 0
+            texts.append(f"INSERT INTO {target} {select}")
+        else:  # the previous maintenance's rows go in the same statement (it cannot see the rows it adds)
+            texts.append(f"WITH {ident('emptied')} AS (DELETE FROM {target}) INSERT INTO {target} {select}")
+        texts.append(f"ANALYZE {target}")
+        states.append(state)
+    if not texts:
+        return []
+    counts = [n for status, n in run_batch(conn, texts) if status.startswith("INSERT")]
+    for state, n in zip(states, counts):
+        state[1] += n
+    return counts
 
 
 def forget_instances(conn) -> None:
