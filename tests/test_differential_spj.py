@@ -23,7 +23,7 @@ import idivm
 from helpers import assert_equal_multiset
 
 EXAMPLES = int(os.environ.get("IDIVM_TEST_EXAMPLES", "30"))  # random views per construct family
-FAMILIES = ("spj", "group", "sumcount", "distinct", "union", "subquery", "setop", "fromagg", "nested")
+FAMILIES = ("spj", "group", "sumcount", "distinct", "union", "subquery", "setop", "fromagg", "nested", "outer")
 HIGHER_ORDER_ONLY = ("nested",)  # families that only the higher-order strategy maintains
 STATS: dict = {}
 # a sample of each family's views also runs through the Spark engine (a Spark maintenance costs
@@ -96,8 +96,11 @@ def predicates(draw, cols: list[str], depth: int = 0):
 def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
     subquery = shape == "subquery"
     nested = shape == "nested"  # a scalar subquery (nested aggregate) compared in WHERE
+    outer = shape == "outer"  # a chain of 2 to 4 scans joined by random LEFT / RIGHT / FULL / inner joins
     if subquery or nested:
         shape = draw(st.sampled_from(["spj", "group", "sumcount"] if nested else ["spj", "group"]))
+    if outer:
+        shape = draw(st.sampled_from(["spj", "spj", "group", "sumcount", "distinct"]))
     if shape == "fromagg":  # filter and project the groups of an aggregating subquery in FROM (or CTE)
         inner, inner_names = draw(views(tables, draw(st.sampled_from(["group", "sumcount", "distinct"]))))
         picked = draw(st.lists(st.sampled_from(inner_names), min_size=1, max_size=3, unique=True))
@@ -121,17 +124,28 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
         rest = [draw(views(tables, "spj-branch", len(names)))[0] for _ in range(draw(st.integers(1, 2)))]
         op = draw(st.sampled_from([" UNION ALL ", " UNION ALL ", " UNION "]))
         return op.join([first] + rest), names
-    n = draw(st.integers(1, 3))
+    n = draw(st.integers(2, 4)) if outer else draw(st.integers(1, 3))
     scans = [(f"s{j}", draw(st.sampled_from(tables))) for j in range(n)]
     qual = lambda j, col: f"{scans[j][0]}.{col}"  # noqa: E731
     styles = ["on", "on", "comma", "subquery", "cte", "using", "natural"]
-    style = draw(st.sampled_from(styles[:-3] if shape == "spj-branch" else styles))
+    style = "outer" if outer else draw(st.sampled_from(styles[:-3] if shape == "spj-branch" else styles))
+    join_kinds, preserved = [], {0}  # scans every row of which is in the join so far (outer_joins.py)
     with_clause = ""
     joins, where = [], []
     for j in range(1, n):
         conds = []
         kind = draw(st.sampled_from(["eq", "eq", "eq", "eq2", "lt", "cross", "key"]))
         prev = draw(st.integers(0, j - 1))
+        if outer:
+            side = draw(st.sampled_from(["LEFT", "LEFT", "RIGHT", "FULL", "INNER"]))
+            if side in ("RIGHT", "FULL") and j > 1:  # its condition reads one preserved scan on the left
+                if not preserved:
+                    side = "LEFT"
+                else:
+                    prev = draw(st.sampled_from(sorted(preserved)))
+                    kind = draw(st.sampled_from(["eq", "eq2", "lt", "key"]))
+            preserved = {"LEFT": preserved, "RIGHT": {j}, "FULL": preserved | {j}, "INNER": set()}[side]
+            join_kinds.append(side)
         if kind == "key":  # on the whole key of a table with itself or one with the same key: Figure 8's R ⋈_I R
             conds += [f"{qual(j, k)} = {qual(prev, k)}" for k in scans[j][1].keys if k in scans[prev][1].keys]
         if kind in ("eq", "eq2"):
@@ -140,6 +154,8 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
             conds.append(f"{qual(j, draw(st.sampled_from(scans[j][1].all)))} = {qual(prev, draw(st.sampled_from(scans[prev][1].all)))}")
         if kind == "lt":
             conds.append(f"{qual(j, draw(st.sampled_from(scans[j][1].all)))} < {qual(prev, draw(st.sampled_from(scans[prev][1].all)))}")
+        if outer and draw(st.integers(0, 3)) == 0:  # a conjunct on the joined scan alone: in ON, not WHERE
+            conds.append(draw(predicates([qual(j, c) for c in scans[j][1].all])))
         joins.append(conds)
     all_cols = [qual(j, c) for j in range(n) for c in scans[j][1].all]
     for _ in range(draw(st.integers(0, 2))):
@@ -212,7 +228,11 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
             return f"{body} AS {alias}"
         return f"{t.name} AS {alias}"
 
-    if style == "comma":
+    if style == "outer":
+        frm = source(0)
+        for j in range(1, n):
+            frm += f" {join_kinds[j - 1]} JOIN {source(j)} ON {' AND '.join(joins[j - 1]) or 'TRUE'}"
+    elif style == "comma":
         frm = ", ".join(source(j) for j in range(n))
         where = [c for cs in joins for c in cs] + where
     elif style in ("using", "natural"):

@@ -126,6 +126,11 @@ class Union:
     def outputs(self) -> list[tuple[str, exp.Expression]]:
         return self.branches[0].outputs
 
+    def never_null_outputs(self) -> frozenset[str]:
+        """Outputs that no branch can make NULL (a NULL-padded column of an outer join's branch is a
+        typed NULL literal, never a column: frontend/outer_joins.py)."""
+        return frozenset.intersection(*[b.never_null_outputs() for b in self.branches])
+
 
 BRANCH_COLUMN = "__idivm_b"
 
@@ -171,11 +176,9 @@ class Aggregate:
 
     def never_null_keys(self) -> frozenset[str]:
         """Group keys that cannot be NULL: a column of a base table that is declared NOT NULL or in
-        its primary key (joins are inner, so nothing below makes it NULL), or a COALESCE with such
-        an argument (NATURAL/USING joins). Their affected groups are matched by plain equality,
+        its primary key (joins are inner, so nothing below makes it NULL; an outer join's padded
+        columns are NULL literals), or a COALESCE with such an argument (NATURAL/USING joins). Their affected groups are matched by plain equality,
         which PostgreSQL can hash or look up in an index."""
-        if not isinstance(self.cache, Project):
-            return frozenset()  # a UNION cache: left nullable (a branch may differ)
         return frozenset(k for k in self.keys if k in self.cache.never_null_outputs())
 
     def never_null_outputs(self) -> frozenset[str]:

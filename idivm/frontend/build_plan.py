@@ -25,6 +25,7 @@ from .aggregate_subqueries import fold_aggregate_subquery
 from .aggregates import build_aggregate, has_aggregation
 from .checks import check_comparable, check_constructs, check_deterministic, check_statement, drop_ignored_order, refuse, union_branches
 from .ctes import inline_ctes
+from .outer_joins import expand as expand_outer_joins, has_outer_join
 from .semijoins import extract_having_subqueries, extract_subqueries
 from .setops import reduce_set_difference
 from .schema import SchemaProvider
@@ -119,6 +120,8 @@ def compile_view_sql(schema: SchemaProvider, sql: str) -> CompiledView:
     for k, branch in enumerate(selects, 1):
         plan, more = _compile_select(schema, check_statement(branch), first=k == 1)
         aliases.update(more)
+        if isinstance(plan, Union):
+            raise refuse("outer joins inside a UNION branch")
         if not isinstance(plan, Project):
             raise refuse("GROUP BY, aggregates or DISTINCT inside a UNION branch")
         if branches and len(plan.outputs) != len(branches[0].outputs):
@@ -147,6 +150,8 @@ def _merge_joined_subqueries(tree: exp.Select) -> exp.Select:
 
     Inner joins commute: every ON condition moves to WHERE (a conjunct there means the same) and
     the subquery moves to the front of FROM, where merge_subqueries can merge it."""
+    if has_outer_join(tree):
+        return tree  # outer joins do not commute
     for _ in range(len(tree.args.get("joins") or [])):
         joins = tree.args.get("joins") or []
         target = next((j for j in joins if isinstance(j.this, exp.Subquery)), None)
@@ -166,7 +171,8 @@ def _merge_joined_subqueries(tree: exp.Select) -> exp.Select:
     return tree
 
 
-def _compile_select(provider: SchemaProvider, select: exp.Select, first: bool) -> tuple[Project | Aggregate, dict]:
+def _compile_select(provider: SchemaProvider, select: exp.Select,
+                    first: bool) -> tuple[Project | Union | Aggregate, dict]:
     """One SELECT (a whole view, or a UNION branch) -> its plan and scan aliases."""
     if first:
         _require_names(select)
@@ -202,23 +208,11 @@ def _compile_select(provider: SchemaProvider, select: exp.Select, first: bool) -
         aliases[t.alias_or_name] = info
         return Scan(alias=t.alias_or_name, table=info)
 
+    outputs = _outputs(tree, first)
+    if has_outer_join(tree):
+        return _compile_outer_joins(tree, infos, outputs, scan_of), aliases
     subqueries = extract_subqueries(tree, infos)
-    node: Node = scan_of(tree.args["from_"].this if "from_" in tree.args else tree.args["from"].this)
-    for j in tree.args.get("joins") or []:
-        node = Join(left=node, right=scan_of(j.this), conjuncts=_conjuncts(j.args.get("on")))
-    where = _conjuncts(tree.args["where"].this) if tree.args.get("where") else []
-    if where:
-        node = Select(child=node, conjuncts=where)
-
-    outputs: list[tuple[str, exp.Expression]] = []
-    for e in tree.expressions:
-        name = e.alias_or_name
-        outputs.append((name, e.this if isinstance(e, exp.Alias) else e))
-    seen: set[str] = set()
-    for name, _ in outputs:
-        if first and name in seen:
-            raise UnsupportedQuery(f'output column "{name}" appears twice; give the columns distinct names with AS')
-        seen.add(name)
+    node = _spj_node(tree, scan_of)
     if has_aggregation(tree):
         having_subqueries = extract_having_subqueries(tree, infos, len(subqueries))
         agg = build_aggregate(tree, node, outputs, having_subqueries)
@@ -230,3 +224,53 @@ def _compile_select(provider: SchemaProvider, select: exp.Select, first: bool) -
             agg.no_cache = many_to_many(node)
         return agg, aliases
     return infer_ids(Project(child=node, outputs=outputs, subqueries=subqueries)), aliases
+
+
+def _spj_node(tree: exp.Select, scan_of) -> Node:
+    """The FROM, JOINs (inner) and WHERE of a SELECT as Scans, Joins and a Select."""
+    node: Node = scan_of(tree.args["from_"].this if "from_" in tree.args else tree.args["from"].this)
+    for j in tree.args.get("joins") or []:
+        node = Join(left=node, right=scan_of(j.this), conjuncts=_conjuncts(j.args.get("on")))
+    where = _conjuncts(tree.args["where"].this) if tree.args.get("where") else []
+    if where:
+        node = Select(child=node, conjuncts=where)
+    return node
+
+
+def _compile_outer_joins(tree: exp.Select, infos: dict, outputs: list[tuple[str, exp.Expression]],
+                         scan_of) -> Union | Aggregate:
+    """A SELECT with outer joins: a UNION ALL of its NULL-padded inner-join branches (outer_joins.py),
+    under the query's grouping if it has one. The grouping is compiled once, over the query as
+    written, so that every branch's cache has the same columns; each branch pads its own."""
+    if tree.args.get("having") and tree.args["having"].find(exp.Subquery):
+        raise refuse("subqueries in HAVING together with outer joins")
+    grouped = build_aggregate(tree, scan_of(tree.args["from_"].this if "from_" in tree.args else tree.args["from"].this),
+                              outputs) if has_aggregation(tree) else None
+    shape = grouped.cache if grouped is not None else Project(child=None, outputs=outputs)
+    projects: list[Project] = []
+    for k, branch in enumerate(expand_outer_joins(tree, lambda t: infos[(t.db, t.name)]), 1):
+        spj = branch.select()
+        subqueries = extract_subqueries(spj, infos)
+        plan = infer_ids(Project(child=_spj_node(spj, scan_of), outputs=[(n, branch.pad(e)) for n, e in shape.outputs],
+                                 stable=shape.stable, subqueries=subqueries))
+        for pos, i in enumerate(plan.ids):  # IDs of different branches never share a column
+            i.name = hidden_name(f"b{k}_{i.scan}", i.column, pos + 1000 * k)
+        projects.append(plan)
+    union = Union(branches=projects)
+    if grouped is None:
+        return union
+    grouped.cache = union
+    return grouped
+
+
+def _outputs(tree: exp.Select, first: bool) -> list[tuple[str, exp.Expression]]:
+    outputs: list[tuple[str, exp.Expression]] = []
+    for e in tree.expressions:
+        name = e.alias_or_name
+        outputs.append((name, e.this if isinstance(e, exp.Alias) else e))
+    seen: set[str] = set()
+    for name, _ in outputs:
+        if first and name in seen:
+            raise UnsupportedQuery(f'output column "{name}" appears twice; give the columns distinct names with AS')
+        seen.add(name)
+    return outputs

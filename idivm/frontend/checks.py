@@ -10,7 +10,7 @@ from sqlglot import exp
 from ..errors import UnsupportedQuery
 
 SUPPORTED = (
-    "see docs/sql-support.md for what is (inner joins, WHERE, [NOT] EXISTS / [NOT] IN over one table, "
+    "see docs/sql-support.md for what is (inner and outer joins, WHERE, [NOT] EXISTS / [NOT] IN over one table, "
     "GROUP BY with count/sum/avg/min/max, HAVING, DISTINCT, UNION [ALL], EXCEPT, INTERSECT, WITH, "
     "subqueries in FROM)"
 )
@@ -123,11 +123,18 @@ def check_statement(tree: exp.Expression) -> exp.Select:
             raise refuse(name)
     for node in tree.find_all(exp.Union, exp.Except, exp.Intersect):
         raise refuse(f"{node.key.upper()} (set operations)")
+    after_right_or_full = False
+    for join in tree.args.get("joins") or []:
+        if after_right_or_full and (join.args.get("using") or (join.args.get("method") or "").upper() == "NATURAL"):
+            # PostgreSQL merges the USING columns of RIGHT (its right side's) and FULL joins (COALESCE)
+            raise refuse("JOIN ... USING or NATURAL JOIN after a RIGHT or FULL JOIN",
+                         "write its condition with ON, e.g. ON COALESCE(a.k, b.k) = c.k")
+        after_right_or_full = after_right_or_full or (join.side or "").upper() in ("RIGHT", "FULL")
     for join in tree.find_all(exp.Join):
         side = (join.side or "").upper()
         kind = (join.kind or "").upper()
-        if side in ("LEFT", "RIGHT", "FULL") or kind in ("OUTER", "SEMI", "ANTI"):
-            raise refuse(f"{side or kind} OUTER JOIN".replace("OUTER OUTER", "OUTER"))
+        if kind in ("SEMI", "ANTI") or (kind == "OUTER" and side not in ("LEFT", "RIGHT", "FULL")):
+            raise refuse(f"{side} {kind} JOIN".strip())
     for clause in ("where", "joins"):
         parts = tree.args.get(clause)
         for part in parts if isinstance(parts, list) else [parts] if parts is not None else []:

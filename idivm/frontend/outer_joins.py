@@ -1,0 +1,190 @@
+"""LEFT, RIGHT and FULL outer joins -> a bag union of inner-join branches, NULL-padded.
+
+The idIVM paper's rules cover inner joins only. An outer join is an inner join plus the rows of
+the preserved side that have no partner, padded with NULLs (Larson and Zhou, ICDE 2007, §2;
+Gupta and Mumick's survey):
+
+    R ⟕_φ S  =  (R ⋈_φ S)  ⊎  ((R ▷_φ S) × NULL_S)          R ▷_φ S = R WHERE NOT EXISTS (S WHERE φ)
+    R ⟗_φ S  =  (R ⋈_φ S)  ⊎  ((R ▷_φ S) × NULL_S)  ⊎  (NULL_R × (S ▷_φ R))
+    R ⟖_φ S  =  S ⟕_φ R (columns in R's order)
+
+so a chain of joins becomes a UNION ALL of branches, each an inner join of the tables it keeps,
+with the tables it pads read as typed NULLs and one `NOT EXISTS` per padding. Every branch is
+then an SPJ view with a semijoin, maintained by the rules that already exist (strategies/union.py,
+strategies/semijoin.py): a padded row's identity is its branch b (hidden `__idivm_b`) with the
+IDs of the tables it keeps; a row that moves between matched and padded (its last partner
+deleted, a first one inserted, a join key updated) leaves one branch and enters another. The
+rules behind each transition are those of ⋈ (Table 10) and of the antijoin, composed by the
+union (footnote 2); docs/sql-support.md lists the shapes.
+
+The condition φ of an outer join stays where it is: in the branch that matches, it joins; in the
+branch that pads, it is the condition of the `NOT EXISTS` (so `ON a.k = b.k AND b.x > 0` pads
+rows whose partners all have b.x <= 0, unlike the same conjunct in WHERE). WHERE applies to
+every branch's rows, with the padded columns NULL; a branch in which a conjunct is a comparison
+with a padded column can hold no row and is left out.
+
+RIGHT and FULL joins add a branch of the right side's rows that no row of everything on the left
+matches. That is a `NOT EXISTS` over one table X when the condition reads no table on the left
+but X and every X row appears on the left (X is the only table there, or no inner or right join
+since X could have dropped rows); other shapes are refused by name.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from sqlglot import exp
+
+from ..algebra.tables import TableInfo
+from .checks import refuse
+
+OUTER_SIDES = ("LEFT", "RIGHT", "FULL")
+
+
+def side_of(join: exp.Join) -> str:
+    return (join.side or "").upper()
+
+
+def has_outer_join(tree: exp.Select) -> bool:
+    return any(side_of(j) in OUTER_SIDES for j in tree.args.get("joins") or [])
+
+
+def conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
+    if e is None:
+        return []
+    return [c.unnest() for c in e.flatten()] if isinstance(e, exp.And) else [e.unnest()]
+
+
+@dataclass
+class OuterBranch:
+    """One branch of the union: an inner join of `tables` (the first has no condition), a WHERE, and
+    the scans it pads (alias -> table), whose columns it reads as typed NULLs."""
+
+    tables: list[tuple[exp.Table, list[exp.Expression]]]
+    where: list[exp.Expression] = field(default_factory=list)
+    padded: dict[str, TableInfo] = field(default_factory=dict)
+
+    def pad(self, e: exp.Expression) -> exp.Expression:
+        """e with every column of a padded scan replaced by a NULL of the column's type."""
+        return pad(e, self.padded)
+
+    def select(self) -> exp.Select:
+        """The branch as a SELECT (outputs left to the caller): its FROM, inner JOINs and WHERE."""
+        first, _ = self.tables[0]
+        q = exp.select("1").from_(first.copy())
+        for t, on in self.tables[1:]:
+            q = q.join(t.copy(), on=exp.and_(*[c.copy() for c in on]) if on else None,
+                       join_type="inner" if on else "cross")
+        if self.where:
+            q = q.where(exp.and_(*[exp.paren(c.copy()) for c in self.where]))
+        return q
+
+    def joined(self, t: exp.Table, on: list[exp.Expression]) -> "OuterBranch | None":
+        """This branch inner-joined with t; None when the condition compares with a padded column."""
+        padded_on = [self.pad(c) for c in on]
+        if any(never_true(c) for c in padded_on):
+            return None
+        return replace(self, tables=self.tables + [(t, padded_on)])
+
+    def padding(self, t: exp.Table, info: TableInfo, on: list[exp.Expression]) -> "OuterBranch":
+        """This branch's rows that no t row matches, with t's columns NULL."""
+        padded_on = [self.pad(c) for c in on]
+        where = list(self.where)
+        if not any(never_true(c) for c in padded_on):  # else no t row can match: every row is padded
+            where.append(not_exists(t, padded_on))
+        return replace(self, where=where, padded={**self.padded, t.alias_or_name: info})
+
+
+def not_exists(t: exp.Table, on: list[exp.Expression]) -> exp.Expression:
+    inner = exp.select("1").from_(t.copy())
+    if on:
+        inner = inner.where(exp.and_(*[exp.paren(c.copy()) for c in on]))
+    return exp.Not(this=exp.Exists(this=inner))
+
+
+def pad(e: exp.Expression, padded: dict[str, TableInfo]) -> exp.Expression:
+    def fn(node: exp.Expression) -> exp.Expression:
+        if not isinstance(node, exp.Column) or node.table not in padded:
+            return node
+        inner = node.find_ancestor(exp.Select)
+        if inner is not None and any(s.alias_or_name == node.table for s in inner.find_all(exp.Table)
+                                     if s.find_ancestor(exp.Select) is inner):
+            return node  # a subquery's own table that shadows the padded scan's alias
+        sql_type = padded[node.table].type_of(node.name)
+        return exp.Cast(this=exp.null(), to=exp.DataType.build(sql_type, dialect="postgres", udt=True))
+
+    return e.copy().transform(fn)
+
+
+def _is_null(e: exp.Expression) -> bool:
+    e = e.unnest()
+    return isinstance(e, exp.Null) or (isinstance(e, exp.Cast) and _is_null(e.this))
+
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike)
+
+
+def never_true(c: exp.Expression) -> bool:
+    """A comparison with a NULL operand: NULL, so never TRUE (what padding does to a join condition)."""
+    c = c.unnest()
+    return isinstance(c, _COMPARISONS) and (_is_null(c.this) or _is_null(c.expression))
+
+
+def expand(tree: exp.Select, info_of) -> list[OuterBranch]:
+    """The branches of a qualified SELECT whose FROM has outer joins (info_of: table node -> TableInfo).
+    The WHERE of the query is every branch's, padded; branches it can never satisfy are left out."""
+    src = (tree.args.get("from_") or tree.args.get("from")).this
+    joins = tree.args.get("joins") or []
+    for t in [src] + [j.this for j in joins]:
+        if not isinstance(t, exp.Table):
+            raise refuse("a subquery in FROM of a query with outer joins (join its tables directly)")
+    branches = [OuterBranch(tables=[(src, [])])]
+    seen: list[exp.Table] = [src]
+    preserved = {src.alias_or_name}  # tables every row of which appears in the join so far
+    for j in joins:
+        t, side, on = j.this, side_of(j), conjuncts(j.args.get("on"))
+        if j.args.get("using"):
+            raise refuse("JOIN ... USING that could not be resolved")
+        if (j.kind or "").upper() in ("SEMI", "ANTI"):
+            raise refuse(f"{j.kind.upper()} JOIN")
+        out: list[OuterBranch] = []
+        for b in branches:
+            matched = b.joined(t, on)
+            if matched is not None:
+                out.append(matched)
+            if side in ("LEFT", "FULL"):
+                out.append(b.padding(t, info_of(t), on))
+        if side in ("RIGHT", "FULL"):
+            out.append(_right_only(t, on, seen, preserved, info_of, side))
+        if side == "":
+            preserved = set()
+        elif side == "RIGHT":
+            preserved = {t.alias_or_name}
+        elif side == "FULL":
+            preserved = preserved | {t.alias_or_name}
+        seen.append(t)
+        branches = out
+    where = conjuncts(tree.args["where"].this) if tree.args.get("where") else []
+    result = []
+    for b in branches:
+        padded_where = [b.pad(c) for c in where]
+        if not any(never_true(c) for c in padded_where):
+            result.append(replace(b, where=b.where + padded_where))
+    return result
+
+
+def _right_only(t: exp.Table, on: list[exp.Expression], seen: list[exp.Table], preserved: set[str],
+                info_of, side: str) -> OuterBranch:
+    """The branch of t's rows that no row on the left matches: every table on the left padded."""
+    names = {s.alias_or_name: s for s in seen}
+    read = {c.table for c in on for c in c.find_all(exp.Column) if c.table in names}
+    if len(seen) == 1:
+        x = seen[0]
+    elif len(read) == 1 and next(iter(read)) in preserved:
+        x = names[next(iter(read))]
+    else:
+        raise refuse(f"{side} JOIN whose condition reads {'no table' if not read else ', '.join(sorted(read))} "
+                     f"of a left side that joins {len(seen)} tables",
+                     "its condition must read one table of the left side, one that no inner or RIGHT join "
+                     "before filters; or write the join the other way round as a LEFT JOIN")
+    padded = {s.alias_or_name: info_of(s) for s in seen}
+    return OuterBranch(tables=[(t, [])], where=[not_exists(x, on)], padded=padded)
