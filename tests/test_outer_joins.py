@@ -111,3 +111,10 @@ def test_outer_join_shapes_refused_by_name(engine, db, sql, construct):
     assert construct in str(e.value) and "\n" not in str(e.value), e.value
     assert engine.list() == []
     assert db.execute("SELECT count(*) FROM pg_tables WHERE tablename = 'v'").fetchone()[0] == 0
+
+
+def test_auto_maintains_outer_joins_with_the_id_rules(engine, db):
+    db.execute(SCHEMA)
+    engine.register_view("v", VIEWS["left"][0], strategy="auto")
+    text = engine.explain("v")
+    assert "strategy: id" in text and "outer joins" in text, text[:400]

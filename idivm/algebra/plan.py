@@ -121,6 +121,7 @@ class Union:
     columns (NULL in other branches' rows) and is maintained by its own rules."""
 
     branches: list[Project]
+    outer_join: bool = False  # the branches of an outer join (frontend/outer_joins.py), not a written UNION
 
     @property
     def outputs(self) -> list[tuple[str, exp.Expression]]:

@@ -256,7 +256,7 @@ def _compile_outer_joins(tree: exp.Select, infos: dict, outputs: list[tuple[str,
         for pos, i in enumerate(plan.ids):  # IDs of different branches never share a column
             i.name = hidden_name(f"b{k}_{i.scan}", i.column, pos + 1000 * k)
         projects.append(plan)
-    union = Union(branches=projects)
+    union = Union(branches=projects, outer_join=True)
     if grouped is None:
         return union
     grouped.cache = union

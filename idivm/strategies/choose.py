@@ -14,7 +14,7 @@ The choice and its reason are stored with the view's program; `idivm explain` pr
 """
 from __future__ import annotations
 
-from ..algebra.plan import Aggregate, Project, walk
+from ..algebra.plan import Aggregate, Project, Union, walk
 from ..errors import UnsupportedQuery
 from .higher_order.target import STRATEGY as HIGHER_ORDER
 from .higher_order.translate import translate
@@ -26,6 +26,9 @@ def choose_strategy(plan) -> tuple[str, str]:
     """(strategy, why) for a view's plan."""
     spj = plan.cache if isinstance(plan, Aggregate) else plan
     having = isinstance(plan, Aggregate) and plan.having_subqueries
+    if isinstance(spj, Union) and spj.outer_join:
+        return "id", ("outer joins: their anti-joins re-derive only the preserved rows whose partners changed, "
+                      "which the ID-based rules do directly")
     if not having and not any(p.subqueries for p in walk(spj) if isinstance(p, Project)):
         return "id", "no subquery in WHERE or HAVING: the ID-based rules are the faster choice (docs/benchmarks.md)"
     try:
