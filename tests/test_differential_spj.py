@@ -144,6 +144,8 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
                 else:
                     prev = draw(st.sampled_from(sorted(preserved)))
                     kind = draw(st.sampled_from(["eq", "eq2", "lt", "key"]))
+            if side == "FULL":  # PostgreSQL runs FULL JOIN only on hash- or merge-joinable conditions
+                kind = draw(st.sampled_from(["eq", "eq2", "key"]))
             preserved = {"LEFT": preserved, "RIGHT": {j}, "FULL": preserved | {j}, "INNER": set()}[side]
             join_kinds.append(side)
         if kind == "key":  # on the whole key of a table with itself or one with the same key: Figure 8's R ⋈_I R
@@ -154,7 +156,7 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
             conds.append(f"{qual(j, draw(st.sampled_from(scans[j][1].all)))} = {qual(prev, draw(st.sampled_from(scans[prev][1].all)))}")
         if kind == "lt":
             conds.append(f"{qual(j, draw(st.sampled_from(scans[j][1].all)))} < {qual(prev, draw(st.sampled_from(scans[prev][1].all)))}")
-        if outer and draw(st.integers(0, 3)) == 0:  # a conjunct on the joined scan alone: in ON, not WHERE
+        if outer and join_kinds[-1] != "FULL" and draw(st.integers(0, 3)) == 0:  # on the joined scan alone: in ON
             conds.append(draw(predicates([qual(j, c) for c in scans[j][1].all])))
         joins.append(conds)
     all_cols = [qual(j, c) for j in range(n) for c in scans[j][1].all]

@@ -48,6 +48,9 @@ class PostgresSchema:
         with probe(conn):
             try:
                 run(conn, f"CREATE TEMP VIEW {PROBE} AS SELECT 1 AS x FROM ({tree.sql('postgres')}) AS q")
+                # planned too: the planner refuses what parsing accepts (a FULL JOIN on a condition that
+                # is neither hash- nor merge-joinable), and a view must equal a query PostgreSQL can run
+                run(conn, f"EXPLAIN SELECT * FROM {PROBE}")
             except psycopg.Error as e:
                 first = str(e).splitlines()[0]
                 raise UnsupportedQuery(f"PostgreSQL rejected the view's query: {first}") from None

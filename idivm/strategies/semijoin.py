@@ -19,17 +19,25 @@ from ..algebra.plan import BRANCH_COLUMN, SubqueryPredicate, conjuncts_below, ha
 from ..program import relations as R
 from ..program.steps import DeleteMatching, Step
 from ..program.trees import all_of, any_of, col, eq, exists, num, select
-from .idiff_steps import insert_rows, kind_is_not
+from .idiff_steps import changed_any, insert_rows, kind_is_not
 from .spj import DIFF_ALIAS, VIEW_ALIAS, Target, base_mapping, bind_with, binder
 
 
 def _changed(target: Target, sq: SubqueryPredicate) -> exp.Expression:
-    """Changed R rows (pre- or post-image) related to the outer row in scope."""
+    """Changed R rows (pre- or post-image) related to the outer row in scope.
+
+    An update that leaves every column of R the subquery reads as it was cannot flip the condition
+    for any outer row (an i-diff's update keeps its key): it is skipped. So a price update of a part
+    re-derives nothing through `NOT EXISTS (SELECT 1 FROM parts WHERE pid = dp.pid)`, the anti-join
+    of an outer join on the part's key."""
     outer = base_mapping(target)
     cond = sq.affected()
     pre = bind_with({**outer, sq.alias: (DIFF_ALIAS, R.pre(""))})(cond)
     post = bind_with({**outer, sq.alias: (DIFF_ALIAS, R.post(""))})(cond)
-    return any_of([all_of([kind_is_not(R.INSERTED), pre]), all_of([kind_is_not(R.DELETED), post])])
+    related = any_of([all_of([kind_is_not(R.INSERTED), pre]), all_of([kind_is_not(R.DELETED), post])])
+    read = sorted({c.name for c in cond.find_all(exp.Column) if c.table == sq.alias} - set(sq.table.key))
+    moved = [kind_is_not(R.UPDATED)] + ([changed_any(read)] if read else [])
+    return all_of([any_of(moved), related])
 
 
 def subquery_steps(target: Target) -> list[Step]:

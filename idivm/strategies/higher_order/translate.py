@@ -187,7 +187,7 @@ def translate(plan, exact: Callable[[str], bool] | None = None) -> Translation:
 def _aggregate(agg: Aggregate, exact) -> Translation:
     if isinstance(agg.cache, Union):  # UNION (distinct): a grouping on every output of the UNION ALL
         if [e for _, e in agg.outputs if not (isinstance(e, exp.Column) and e.table == AGG_MARK)]:
-            raise refuse("aggregates over a UNION")
+            raise refuse("aggregates over outer joins" if agg.cache.outer_join else "aggregates over a UNION")
         group, count, nullable = _union_count(agg.cache)
         key_var = dict(zip([n for n, _ in agg.cache.outputs], group))
         return Translation(group=group, maps={"count": count}, map_keys=group, nullable=nullable, lifted=nullable,
