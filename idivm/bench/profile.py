@@ -23,6 +23,7 @@ import sqlalchemy as sa
 
 from .. import api
 from .common import machine, parser, print_table, scratch_database, timed_load, write_json
+from .peers import VIEWS as PEER_VIEWS
 from .devices import load as load_devices, view_sql
 
 _FOLD = [(re.compile(r"\b\d+\b"), "N"), (re.compile(r"'[^']*'"), "'…'"), (re.compile(r"\s+"), " ")]
@@ -75,7 +76,8 @@ def run(dsn: str | None = None, scale: float = 0.02, view: str = "V'", strategy:
             recorder = Recorder()
             recorder.attach(engine.sa)
             engine.sa.dispose()  # connections opened from now on use timed cursors
-            engine.register_view("v", view_sql(2, view == "V'"), strategy=strategy)
+            sql = PEER_VIEWS["L"][0].format(s="public") if view == "L" else view_sql(2, view == "V'")
+            engine.register_view("v", sql, strategy=strategy)
             rng = random.Random(16)
             per_round: list[dict[str, list[float]]] = []
             walls = []
@@ -122,7 +124,7 @@ def run(dsn: str | None = None, scale: float = 0.02, view: str = "V'", strategy:
 def main(argv: list[str] | None = None) -> int:
     ap = parser(__doc__, "bench-results/profile_maintain.json")
     ap.add_argument("--scale", type=float, default=0.02, help="0.02 = 100k devices and parts, 1M links")
-    ap.add_argument("--view", default="V'", choices=["V", "V'"])
+    ap.add_argument("--view", default="V'", choices=["V", "V'", "L"], help="L: phones with their parts through LEFT JOINs")
     ap.add_argument("--strategy", default="id", choices=["id", "tuple", "higher-order", "auto"])
     ap.add_argument("--diff", type=int, default=200, help="single-row price updates before each maintenance")
     ap.add_argument("--repeat", type=int, default=5)

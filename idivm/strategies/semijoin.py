@@ -23,14 +23,14 @@ from .idiff_steps import changed_any, insert_rows, kind_is_not
 from .spj import DIFF_ALIAS, VIEW_ALIAS, Target, base_mapping, bind_with, binder
 
 
-def _changed(target: Target, sq: SubqueryPredicate) -> exp.Expression:
+def _changed(target: Target, sq: SubqueryPredicate, outer: dict[str, tuple[str, str]] | None = None) -> exp.Expression:
     """Changed R rows (pre- or post-image) related to the outer row in scope.
 
     An update that leaves every column of R the subquery reads as it was cannot flip the condition
     for any outer row (an i-diff's update keeps its key): it is skipped. So a price update of a part
     re-derives nothing through `NOT EXISTS (SELECT 1 FROM parts WHERE pid = dp.pid)`, the anti-join
     of an outer join on the part's key."""
-    outer = base_mapping(target)
+    outer = outer or base_mapping(target)
     cond = sq.affected()
     pre = bind_with({**outer, sq.alias: (DIFF_ALIAS, R.pre(""))})(cond)
     post = bind_with({**outer, sq.alias: (DIFF_ALIAS, R.post(""))})(cond)
@@ -57,11 +57,31 @@ def subquery_steps(target: Target) -> list[Step]:
             driven_by=cid))
         bind = binder(target, None)
         filters = [bind(c) for c in conjuncts_below(target.plan)]
-        filters.append(exists(select([exp.Literal.number(1)], [delta.copy()], [_changed(target, sq)])))
+        filters.append(_affected_ids(target, sq, related, delta)
+                       or exists(select([exp.Literal.number(1)], [delta.copy()], [_changed(target, sq)])))
         out.append(insert_rows(
             target, None, [], filters, bind, froms=[target.base(s) for s in target.scan_alias], id_image=None,
             phase=2, purpose=f"{label}: re-derive those outer rows from the post-state", driven_by=cid))
     return out
+
+
+def _affected_ids(target: Target, sq: SubqueryPredicate, related: list[str], delta: exp.Table) -> exp.Expression | None:
+    """`(IDs of the related outer scans) IN (those IDs of the rows the changed R rows relate to)`.
+
+    Driven from the i-diff: PostgreSQL plans the subquery from the few changed rows into the outer
+    tables' indexes (an OR of the pre- and the post-image condition becomes a BitmapOr), then joins
+    its distinct IDs to the outer query by key. An EXISTS over the i-diff inside the outer query's
+    WHERE is evaluated once per outer row instead: for the anti-join of `devices LEFT JOIN
+    devices_parts`, a scan of every link for one changed part. None for an uncorrelated subquery."""
+    if not related:
+        return None
+    inner = {a: f"{target.scan_alias[a]}_r" for a in related}
+    ids = [(a, i.column) for a in related for i in target.ids_of(a)]
+    bases = [R.base(target.tables[a].schema, target.tables[a].name, inner[a]) for a in related]
+    source = select([col(inner[a], c) for a, c in ids], [delta.copy()] + bases,
+                    [_changed(target, sq, {a: (inner[a], "") for a in related})])
+    outer = [col(target.scan_alias[a], c) for a, c in ids]
+    return exp.In(this=outer[0] if len(outer) == 1 else exp.Tuple(expressions=outer), query=exp.Subquery(this=source))
 
 
 def without_subqueries(conds: list[exp.Expression]) -> list[exp.Expression]:
