@@ -230,10 +230,16 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
             return f"{body} AS {alias}"
         return f"{t.name} AS {alias}"
 
+    def filtered(j):  # a subquery that filters one table: its WHERE becomes part of the join's ON
+        alias, t = scans[j]
+        return f"(SELECT {', '.join(t.all)} FROM {t.name} WHERE {draw(predicates(t.all))}) AS {alias}"
+
     if style == "outer":
         frm = source(0)
         for j in range(1, n):
-            frm += f" {join_kinds[j - 1]} JOIN {source(j)} ON {' AND '.join(joins[j - 1]) or 'TRUE'}"
+            side = join_kinds[j - 1]
+            src = filtered(j) if side in ("LEFT", "INNER") and draw(st.integers(0, 3)) == 0 else source(j)
+            frm += f" {side} JOIN {src} ON {' AND '.join(joins[j - 1]) or 'TRUE'}"
     elif style == "comma":
         frm = ", ".join(source(j) for j in range(n))
         where = [c for cs in joins for c in cs] + where

@@ -59,7 +59,7 @@ CASES = [
     ("SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY price) AS m FROM parts", "ordered-set aggregates (WITHIN GROUP)"),
     ("SELECT xmin AS x, pid FROM parts", "system column xmin not supported"),
     ("SELECT p.pid, p.ctid AS c FROM parts p", "system column ctid not supported"),
-    ("SELECT p.pid FROM parts p LEFT JOIN (SELECT dp.pid FROM devices_parts dp WHERE dp.did > 1) q ON q.pid = p.pid",
+    ("SELECT p.pid FROM parts p FULL JOIN (SELECT dp.pid FROM devices_parts dp WHERE dp.did > 1) q ON q.pid = p.pid",
      "this subquery in FROM (it could not be merged"),
     ("SELECT p.pid FROM parts p FULL JOIN devices_parts dp USING (pid) JOIN devices d USING (did)",
      "JOIN ... USING or NATURAL JOIN after a RIGHT or FULL JOIN not supported"),

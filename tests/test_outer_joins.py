@@ -62,6 +62,10 @@ VIEWS = {
                  ["region", "status"]),
     "using": ("SELECT id, name, amount FROM customers LEFT JOIN (SELECT customer AS id, amount FROM orders) o "
               "USING (id)", ["id", "name", "amount"]),
+    "filtered_side": ("SELECT c.name, o.amount FROM customers c LEFT JOIN (SELECT customer AS who, amount FROM orders "
+                      "WHERE status = 'open') o ON o.who = c.id", ["name", "amount"]),  # its WHERE moves into ON
+    "filtered_preserved": ("SELECT c.name, o.id AS oid FROM (SELECT id, name FROM customers WHERE region = 'n') c "
+                           "LEFT JOIN orders o ON o.customer = c.id", ["name", "oid"]),  # its WHERE stays a WHERE
     "subquery_in_where": ("SELECT c.name, o.id AS oid FROM customers c LEFT JOIN orders o ON o.customer = c.id "
                           "WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.order_id = o.id)", ["name", "oid"]),
 }
@@ -100,7 +104,9 @@ def test_outer_join_view_over_an_outer_join_view(engine, db):
     ("SELECT c.k FROM a FULL JOIN b USING (k) JOIN c USING (k)", "JOIN ... USING or NATURAL JOIN after a RIGHT or FULL"),
     ("SELECT a.k FROM a NATURAL RIGHT JOIN b NATURAL JOIN c", "JOIN ... USING or NATURAL JOIN after a RIGHT or FULL"),
     ("SELECT a.k FROM a LEFT JOIN (SELECT b.k, count(*) AS n FROM b GROUP BY b.k) q ON q.k = a.k", "a subquery that aggregates joined"),
-    ("SELECT a.x, q.k FROM a LEFT JOIN (SELECT b.k FROM b WHERE b.y > 0) q ON q.k = a.k", "this subquery in FROM"),
+    ("SELECT a.x, q.k FROM a FULL JOIN (SELECT b.k FROM b WHERE b.y > 0) q ON q.k = a.k", "this subquery in FROM"),
+    ("SELECT a.x, q.k FROM a LEFT JOIN (SELECT b.k, b.y + 1 AS y1 FROM b WHERE b.y > 0) q ON q.k = a.k",
+     "this subquery in FROM"),  # an expression would not be NULL on a padded row
     ("SELECT * FROM (SELECT a.k FROM a LEFT JOIN b ON a.k = b.k) x UNION ALL SELECT c.k FROM c", "outer joins inside a UNION"),
 ])
 def test_outer_join_shapes_refused_by_name(engine, db, sql, construct):

@@ -129,6 +129,70 @@ def never_true(c: exp.Expression) -> bool:
     return isinstance(c, _COMPARISONS) and (_is_null(c.this) or _is_null(c.expression))
 
 
+def _filtered_table(q: exp.Expression) -> tuple[exp.Table, exp.Expression, dict[str, str]] | None:
+    """(table, WHERE, output name -> column) of `(SELECT col AS name, ... FROM t WHERE ...)`, None if
+    the subquery is anything else (expressions in its outputs would not be NULL on a padded row)."""
+    if not isinstance(q, exp.Subquery) or not isinstance(q.this, exp.Select):
+        return None
+    inner = q.this
+    if any(inner.args.get(k) for k in ("joins", "group", "having", "distinct", "limit", "order", "with", "offset")):
+        return None
+    src = (inner.args.get("from_") or inner.args.get("from"))
+    where = inner.args.get("where")
+    if src is None or not isinstance(src.this, exp.Table) or where is None or where.find(exp.Subquery, exp.Exists):
+        return None
+    names = {}
+    for e in inner.expressions:
+        c = e.this if isinstance(e, exp.Alias) else e
+        if not isinstance(c, exp.Column):
+            return None
+        names[e.alias_or_name] = c.name
+    return src.this, where.this, names
+
+
+def merge_filtered_sides(tree: exp.Select) -> exp.Select:
+    """A filtering subquery over one table on a side of a query with outer joins becomes the table,
+    its filter moved where it means the same (sqlglot's merge_subqueries leaves them):
+    `x LEFT JOIN (SELECT ... FROM t WHERE p) q ON φ` is `x LEFT JOIN t q ON φ AND p` (p decides
+    which rows of t can match), as for an inner join; a preserved side's filter joins WHERE when no
+    later RIGHT or FULL join can pad that side. Other cases stay as they are (and are refused)."""
+    if not has_outer_join(tree):
+        return tree
+    joins = tree.args.get("joins") or []
+    src = tree.args.get("from_") or tree.args.get("from")
+    sides = [(src, "FROM")] + [(j, side_of(j)) for j in joins]
+    for pos, (node, side) in enumerate(sides):
+        found = _filtered_table(node.this)
+        if found is None:
+            continue
+        table, where, names = found
+        alias = node.this.alias_or_name
+        padded_later = any(sd in ("RIGHT", "FULL") for _, sd in sides[pos + 1:])
+        if side in ("", "LEFT"):
+            target = "on"
+        elif side in ("FROM", "RIGHT") and not padded_later:
+            target = "where"
+        else:
+            continue
+        inner_alias = table.alias_or_name
+        where = where.copy().transform(lambda c: exp.column(c.name, alias, quoted=True)
+                                       if isinstance(c, exp.Column) and c.table == inner_alias else c)
+        for c in list(tree.find_all(exp.Column)):
+            if c.table == alias and c.name in names and c.find_ancestor(exp.Subquery) is not node.this:
+                c.set("this", exp.to_identifier(names[c.name], quoted=True))
+        table = table.copy()
+        table.set("alias", exp.TableAlias(this=exp.to_identifier(alias, quoted=True)))
+        node.set("this", table)
+        if target == "on":
+            on = node.args.get("on")
+            node.set("on", exp.and_(exp.paren(on), exp.paren(where)) if on is not None else where)
+            if (node.kind or "").upper() == "CROSS":
+                node.set("kind", None)
+        else:
+            tree.where(exp.paren(where), copy=False)
+    return tree
+
+
 def expand(tree: exp.Select, info_of) -> list[OuterBranch]:
     """The branches of a qualified SELECT whose FROM has outer joins (info_of: table node -> TableInfo).
     The WHERE of the query is every branch's, padded; branches it can never satisfy are left out."""
