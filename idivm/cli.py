@@ -18,8 +18,18 @@ out = Console(width=None if sys.stdout.isatty() else 200)  # piped output: never
 _state: dict = {}
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        print(f"idivm {__version__}")
+        raise typer.Exit()
+
+
 @app.callback()
-def _main(dsn: Optional[str] = typer.Option(None, "--dsn", help="PostgreSQL DSN; else IDIVM_DSN, DATABASE_URL, "
+def _main(version: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
+                                       help="print idivm's version and exit"),
+          dsn: Optional[str] = typer.Option(None, "--dsn", help="PostgreSQL DSN; else IDIVM_DSN, DATABASE_URL, "
                                             "or the embedded default database"),
           spark_master: Optional[str] = typer.Option(None, "--spark-master", help="the Spark engine's master URL "
                                                      "(local[N], spark://..., yarn, k8s://...); else IDIVM_SPARK_MASTER, "
@@ -148,13 +158,22 @@ def explain(name: str, unminimized: bool = typer.Option(
 
 
 @app.command("list")
-def list_views():
+def list_views(as_json: bool = typer.Option(False, "--json", help="one JSON object per view, in a list")):
     """Registered views with strategy, pending changes and last maintenance."""
+    from datetime import datetime, timezone
+
     rows = _engine().list()
+    if as_json:
+        import json
+
+        print(json.dumps(rows, indent=2, default=lambda o: o.isoformat() if hasattr(o, "isoformat") else str(o)))
+        return
+    now = datetime.now(timezone.utc)
     t = Table("view", "strategy", "pending changes", "last maintained", "took (ms)", "changes applied")
     for r in rows:
+        when = r["last_maintained_at"]
         t.add_row(r["view"], r["strategy"], str(r["pending"]),
-                  str(r["last_maintained_at"] or "never"),
+                  _age((now - when).total_seconds()) + " ago" if when else "never",
                   f"{r['last_duration_ms']:.1f}" if r["last_duration_ms"] is not None else "",
                   str(r["last_changes"] if r["last_changes"] is not None else ""))
     out.print(t)

@@ -63,3 +63,21 @@ def test_register_view_says_what_auto_chose(fresh_db, db):
     assert r.returncode == 0 and "registered plain (strategy auto: id, deferred)" in r.stdout, r.stderr
     r = cli(fresh_db, "explain", "pricey")
     assert "strategy auto: higher-order, because subqueries in WHERE" in r.stdout
+
+
+def test_version_and_list_as_json(fresh_db, db):
+    import json
+
+    import idivm
+
+    r = subprocess.run([sys.executable, "-m", "idivm.cli", "--version"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == f"idivm {idivm.__version__}"
+    db.execute("CREATE TABLE parts (pid int PRIMARY KEY, price numeric)")
+    assert cli(fresh_db, "register-view", "cheap", "--sql", "SELECT pid FROM parts WHERE price < 10").returncode == 0
+    assert cli(fresh_db, "maintain").returncode == 0
+    r = cli(fresh_db, "list", "--json")
+    assert r.returncode == 0, r.stderr
+    [view] = json.loads(r.stdout)
+    assert view["view"] == "public.cheap" and view["pending"] == 0 and view["last_maintained_at"].startswith("20")
+    r = cli(fresh_db, "list")
+    assert "s ago" in r.stdout, r.stdout  # an age, like status shows
