@@ -6,6 +6,7 @@ query; we never hand-parse SQL.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import sqlglot
@@ -53,11 +54,21 @@ def parse_one(sql: str) -> exp.Expression:
     try:
         statements = [s for s in sqlglot.parse(sql, read="postgres") if s is not None]
     except ParseError as e:
-        first = str(e).splitlines()[0]
-        raise IdivmError(f"could not parse the view's SQL: {first}") from None
+        raise IdivmError(f"could not parse the view's SQL: {_parse_error(e)}") from None
     if len(statements) != 1:
         raise IdivmError(f"a view is defined by exactly one SELECT statement, got {len(statements)} statements")
     return statements[0]
+
+
+def _parse_error(e: ParseError) -> str:
+    """sqlglot's message in the user's terms: `Required keyword: 'this' missing for <class
+    'sqlglot.expressions.query.Where'>` names a clause left without its expression."""
+    first = str(e).splitlines()[0]
+    found = re.match(r"Required keyword: '\w+' missing for <class '[\w.]*\.(\w+)'>\.(.*)", first)
+    if found:
+        clause = re.sub(r"(?<!^)(?=[A-Z])", " ", found.group(1)).upper()
+        return f"{clause} is missing its expression.{found.group(2)}"
+    return first
 
 
 def ignored_clauses(sql: str) -> list[str]:

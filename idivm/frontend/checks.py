@@ -160,8 +160,10 @@ def check_statement(tree: exp.Expression) -> exp.Select:
         if node is not tree and not isinstance(node.parent, (exp.Subquery, exp.Exists)):
             raise refuse("scalar subqueries (a subquery used as a value)")
     for node in tree.find_all(*_TIME_NODES):
+        # sqlglot reads now() as CURRENT_TIMESTAMP; a call written as a function keeps its position
+        written = "now()" if isinstance(node, exp.CurrentTimestamp) and "start" in node.meta else node.sql("postgres")
         raise UnsupportedQuery(
-            f"{node.sql('postgres')} changes without any table changing, so a maintained view "
+            f"{written} changes without any table changing, so a maintained view "
             "could not stay equal to its query; use a constant or a column instead"
         )
     for node in tree.find_all(exp.Table):
