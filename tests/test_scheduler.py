@@ -56,6 +56,8 @@ def test_once_maintains_due_views_and_status_tells(engine, parts, fresh_db):
     assert Worker(engine, once=True, out=out).run() == 0
     events = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [e["view"] for e in events if e["event"] == "maintained"] == ["public.eager"]
+    assert [(e["view"], e["reason"], e["pending"]) for e in events if e["event"] == "skipped"] == [
+        ("public.lazy", "within policy", 15)]  # --once says what became of every view
     after = _status(fresh_db)
     assert after["public.eager"]["pending_changes"] == 0 and after["public.eager"]["consecutive_failures"] == 0
     assert after["public.lazy"]["pending_changes"] == 15

@@ -152,6 +152,10 @@ class Worker:
             if s.decision.due and s.mode == "deferred":
                 if self._maintain(s):
                     maintained.add(s.id)
+            elif self.once:  # one pass: say what became of every view, not only the maintained ones
+                self.log("skipped", view=s.view, pending=s.state.pending,
+                         reason="immediate mode: maintained inside every writing statement"
+                         if s.mode == "immediate" else s.decision.reason)
         waits = [s.decision.wait for s in statuses if s.decision.wait is not None and not s.decision.due]
         waits += [s.policy.every for s in statuses]
         return max(min(waits + [MAX_SLEEP]), 0.05)
