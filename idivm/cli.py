@@ -12,6 +12,16 @@ from rich.table import Table
 
 from .errors import IdivmError, first_line
 
+def _hide_flag_types() -> None:
+    """Typer's help prints a type for every option, `<bool>` for flags, which take no value: drop it
+    for flags (a presentation detail of the help screen only)."""
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+    TyperOption.display_type_rich = lambda self, ctx: None if self.is_flag else shown(self, ctx)
+
+
+_hide_flag_types()
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Incremental maintenance of SQL views over PostgreSQL (ID-based IVM).")
 out = Console(width=None if sys.stdout.isatty() else 200)  # piped output: never truncate cells
@@ -307,7 +317,8 @@ def _bench_args(ctx: typer.Context) -> list[str]:
     return args
 
 
-PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True}
+# every argument, --help included, goes to the benchmark's own parser, which documents its options
+PASS_THROUGH = {"allow_extra_args": True, "ignore_unknown_options": True, "help_option_names": []}
 
 
 BENCHMARKS = {  # `idivm bench NAME` runs idivm.bench.NAME.main with the arguments after `--`
@@ -328,10 +339,11 @@ def _add_benchmark(name: str, summary: str) -> None:
     def command(ctx: typer.Context):
         from importlib import import_module
 
+        sys.argv[0] = f"idivm bench {name}"  # what argparse prints as the benchmark's usage line
         raise typer.Exit(import_module(f"{__package__}.bench.{name.replace('-', '_')}").main(_bench_args(ctx)))
 
     bench.command(name, context_settings=PASS_THROUGH,
-                  help=f"{summary} (options: `idivm bench {name} -- --help`).")(command)
+                  help=f"{summary} (options: `idivm bench {name} --help`).")(command)
 
 
 for _name, _summary in BENCHMARKS.items():

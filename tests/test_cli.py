@@ -81,3 +81,13 @@ def test_version_and_list_as_json(fresh_db, db):
     assert view["view"] == "public.cheap" and view["pending"] == 0 and view["last_maintained_at"].startswith("20")
     r = cli(fresh_db, "list")
     assert "s ago" in r.stdout, r.stdout  # an age, like status shows
+
+
+def test_help_shows_no_flag_types_and_benchmarks_list_their_own_options():
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "idivm.cli", *args], capture_output=True, text=True, timeout=60)
+
+    r = run("status", "--help")
+    assert r.returncode == 0 and "--json" in r.stdout and "<bool>" not in r.stdout, r.stdout
+    r = run("bench", "devices", "--help")
+    assert r.returncode == 0 and "usage: idivm bench devices" in r.stdout and "--scale" in r.stdout, r.stdout + r.stderr
