@@ -178,8 +178,9 @@ class Aggregate:
     def never_null_keys(self) -> frozenset[str]:
         """Group keys that cannot be NULL: a column of a base table that is declared NOT NULL or in
         its primary key (joins are inner, so nothing below makes it NULL; an outer join's padded
-        columns are NULL literals), or a COALESCE with such an argument (NATURAL/USING joins). Their affected groups are matched by plain equality,
-        which PostgreSQL can hash or look up in an index."""
+        columns are NULL literals), or a COALESCE with such an argument (NATURAL/USING joins).
+        Their affected groups are matched by plain equality, which PostgreSQL can hash or look up
+        in an index."""
         return frozenset(k for k in self.keys if k in self.cache.never_null_outputs())
 
     def never_null_outputs(self) -> frozenset[str]:

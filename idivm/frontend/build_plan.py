@@ -25,6 +25,7 @@ from ..errors import IdivmError, UnknownObject, UnsupportedQuery
 from .aggregate_subqueries import fold_aggregate_subquery
 from .aggregates import build_aggregate, has_aggregation
 from .checks import check_comparable, check_constructs, check_deterministic, check_statement, drop_ignored_order, refuse, union_branches
+from .clauses import conjuncts, from_item, where_conjuncts
 from .ctes import inline_ctes
 from .outer_joins import expand as expand_outer_joins, has_outer_join, merge_filtered_sides
 from .semijoins import extract_having_subqueries, extract_subqueries
@@ -83,12 +84,6 @@ def _require_names(select: exp.Select) -> None:
         raise UnsupportedQuery(
             f"output expression {e.sql('postgres')} needs a name; write it as `{e.sql('postgres')} AS some_name`"
         )
-
-
-def _conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
-    if e is None:
-        return []
-    return [c.unnest() for c in e.flatten()] if isinstance(e, exp.And) else [e.unnest()]
 
 
 def _refuse_unsupported(tree: exp.Expression) -> exp.Expression:
@@ -239,10 +234,10 @@ def _compile_select(provider: SchemaProvider, select: exp.Select,
 
 def _spj_node(tree: exp.Select, scan_of) -> Node:
     """The FROM, JOINs (inner) and WHERE of a SELECT as Scans, Joins and a Select."""
-    node: Node = scan_of(tree.args["from_"].this if "from_" in tree.args else tree.args["from"].this)
+    node: Node = scan_of(from_item(tree))
     for j in tree.args.get("joins") or []:
-        node = Join(left=node, right=scan_of(j.this), conjuncts=_conjuncts(j.args.get("on")))
-    where = _conjuncts(tree.args["where"].this) if tree.args.get("where") else []
+        node = Join(left=node, right=scan_of(j.this), conjuncts=conjuncts(j.args.get("on")))
+    where = where_conjuncts(tree)
     if where:
         node = Select(child=node, conjuncts=where)
     return node
@@ -255,15 +250,15 @@ def _compile_outer_joins(tree: exp.Select, infos: dict, outputs: list[tuple[str,
     written, so that every branch's cache has the same columns; each branch pads its own."""
     if tree.args.get("having") and tree.args["having"].find(exp.Subquery):
         raise refuse("subqueries in HAVING together with outer joins")
-    grouped = build_aggregate(tree, scan_of(tree.args["from_"].this if "from_" in tree.args else tree.args["from"].this),
-                              outputs) if has_aggregation(tree) else None
-    shape = grouped.cache if grouped is not None else Project(child=None, outputs=outputs)
+    grouped = build_aggregate(tree, scan_of(from_item(tree)), outputs) if has_aggregation(tree) else None
+    # what every branch projects: the grouped query's cache columns, else the query's outputs
+    shape, stable = (grouped.cache.outputs, grouped.cache.stable) if grouped is not None else (outputs, frozenset())
     projects: list[Project] = []
     for k, branch in enumerate(expand_outer_joins(tree, lambda t: infos[(t.db, t.name)]), 1):
         spj = branch.select()
         subqueries = extract_subqueries(spj, infos)
-        plan = infer_ids(Project(child=_spj_node(spj, scan_of), outputs=[(n, branch.pad(e)) for n, e in shape.outputs],
-                                 stable=shape.stable, subqueries=subqueries))
+        plan = infer_ids(Project(child=_spj_node(spj, scan_of), outputs=[(n, branch.pad(e)) for n, e in shape],
+                                 stable=stable, subqueries=subqueries))
         for pos, i in enumerate(plan.ids):  # IDs of different branches never share a column
             i.name = hidden_name(f"b{k}_{i.scan}", i.column, pos + 1000 * k)
         projects.append(plan)

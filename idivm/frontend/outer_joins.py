@@ -36,6 +36,7 @@ from sqlglot import exp
 
 from ..algebra.tables import TableInfo
 from .checks import refuse
+from .clauses import conjuncts, from_item, where_conjuncts
 
 OUTER_SIDES = ("LEFT", "RIGHT", "FULL")
 
@@ -46,12 +47,6 @@ def side_of(join: exp.Join) -> str:
 
 def has_outer_join(tree: exp.Select) -> bool:
     return any(side_of(j) in OUTER_SIDES for j in tree.args.get("joins") or [])
-
-
-def conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
-    if e is None:
-        return []
-    return [c.unnest() for c in e.flatten()] if isinstance(e, exp.And) else [e.unnest()]
 
 
 @dataclass
@@ -196,7 +191,7 @@ def merge_filtered_sides(tree: exp.Select) -> exp.Select:
 def expand(tree: exp.Select, info_of) -> list[OuterBranch]:
     """The branches of a qualified SELECT whose FROM has outer joins (info_of: table node -> TableInfo).
     The WHERE of the query is every branch's, padded; branches it can never satisfy are left out."""
-    src = (tree.args.get("from_") or tree.args.get("from")).this
+    src = from_item(tree)
     joins = tree.args.get("joins") or []
     for t in [src] + [j.this for j in joins]:
         if not isinstance(t, exp.Table):
@@ -206,10 +201,8 @@ def expand(tree: exp.Select, info_of) -> list[OuterBranch]:
     preserved = {src.alias_or_name}  # tables every row of which appears in the join so far
     for j in joins:
         t, side, on = j.this, side_of(j), conjuncts(j.args.get("on"))
-        if j.args.get("using"):
+        if j.args.get("using"):  # qualify writes USING as ON; a join without its condition would be a cross join
             raise refuse("JOIN ... USING that could not be resolved")
-        if (j.kind or "").upper() in ("SEMI", "ANTI"):
-            raise refuse(f"{j.kind.upper()} JOIN")
         out: list[OuterBranch] = []
         for b in branches:
             matched = b.joined(t, on)
@@ -227,7 +220,7 @@ def expand(tree: exp.Select, info_of) -> list[OuterBranch]:
             preserved = preserved | {t.alias_or_name}
         seen.append(t)
         branches = out
-    where = conjuncts(tree.args["where"].this) if tree.args.get("where") else []
+    where = where_conjuncts(tree)
     result = []
     for b in branches:
         padded_where = [b.pad(c) for c in where]
