@@ -22,3 +22,32 @@ def assert_equal_multiset(conn, view: str, sql: str, columns: list[str]) -> int:
     missing, extra = want - got, got - want
     assert not missing and not extra, f"view {view} differs: missing {dict(missing)}, extra {dict(extra)}"
     return sum(got.values())
+
+
+ABC_TABLES = ("CREATE TABLE a (k int PRIMARY KEY, x int); CREATE TABLE b (k int PRIMARY KEY, y int); "
+              "CREATE TABLE c (k int PRIMARY KEY, z int)")  # for shapes that only need to parse and plan
+
+
+def assert_follows_writes(engine, conn, sql: str, columns: list[str], writes: list[str], strategy: str,
+                          mode: str) -> None:
+    """Register `sql` as view v, then after each write (and, deferred, a maintenance) v equals its query."""
+    engine.register_view("v", sql, strategy=strategy, mode=mode)
+    assert_equal_multiset(conn, "v", sql, columns)
+    for write in writes:
+        conn.execute(write)
+        if mode == "deferred":
+            engine.maintain("v")
+        assert_equal_multiset(conn, "v", sql, columns)
+
+
+def assert_refused_by_name(engine, conn, sql: str, construct: str) -> None:
+    """Registration raises one line naming `construct`, and leaves neither catalog entry nor table."""
+    import pytest
+
+    import idivm
+
+    with pytest.raises(idivm.UnsupportedQuery) as e:
+        engine.register_view("v", sql)
+    assert construct in str(e.value) and "\n" not in str(e.value), e.value
+    assert engine.list() == []
+    assert conn.execute("SELECT count(*) FROM pg_tables WHERE tablename = 'v'").fetchone()[0] == 0

@@ -129,7 +129,7 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
     qual = lambda j, col: f"{scans[j][0]}.{col}"  # noqa: E731
     styles = ["on", "on", "comma", "subquery", "cte", "using", "natural"]
     style = "outer" if outer else draw(st.sampled_from(styles[:-3] if shape == "spj-branch" else styles))
-    join_kinds, preserved = [], {0}  # scans every row of which is in the join so far (outer_joins.py)
+    join_kinds = []
     with_clause = ""
     joins, where = [], []
     for j in range(1, n):
@@ -138,15 +138,10 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
         prev = draw(st.integers(0, j - 1))
         if outer:
             side = draw(st.sampled_from(["LEFT", "LEFT", "RIGHT", "FULL", "INNER"]))
-            if side in ("RIGHT", "FULL") and j > 1:  # its condition reads one preserved scan on the left
-                if not preserved:
-                    side = "LEFT"
-                else:
-                    prev = draw(st.sampled_from(sorted(preserved)))
-                    kind = draw(st.sampled_from(["eq", "eq2", "lt", "key"]))
+            if side in ("RIGHT", "FULL") and j > 1:  # its condition reads any scan on the left: an antijoin over a join
+                kind = draw(st.sampled_from(["eq", "eq2", "lt", "key"]))
             if side == "FULL":  # PostgreSQL runs FULL JOIN only on hash- or merge-joinable conditions
                 kind = draw(st.sampled_from(["eq", "eq2", "key"]))
-            preserved = {"LEFT": preserved, "RIGHT": {j}, "FULL": preserved | {j}, "INNER": set()}[side]
             join_kinds.append(side)
         if kind == "key":  # on the whole key of a table with itself or one with the same key: Figure 8's R ⋈_I R
             conds += [f"{qual(j, k)} = {qual(prev, k)}" for k in scans[j][1].keys if k in scans[prev][1].keys]
@@ -156,6 +151,8 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
             conds.append(f"{qual(j, draw(st.sampled_from(scans[j][1].all)))} = {qual(prev, draw(st.sampled_from(scans[prev][1].all)))}")
         if kind == "lt":
             conds.append(f"{qual(j, draw(st.sampled_from(scans[j][1].all)))} < {qual(prev, draw(st.sampled_from(scans[prev][1].all)))}")
+        if outer and join_kinds[-1] in ("RIGHT", "FULL") and not conds:  # no shared key: read the left side
+            conds.append(f"{qual(j, scans[j][1].all[0])} = {qual(prev, scans[prev][1].all[0])}")
         if outer and join_kinds[-1] != "FULL" and draw(st.integers(0, 3)) == 0:  # on the joined scan alone: in ON
             conds.append(draw(predicates([qual(j, c) for c in scans[j][1].all])))
         joins.append(conds)
@@ -196,13 +193,20 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
                          f"{draw(st.sampled_from(all_cols))}")
         if draw(st.booleans()):
             conds.append(draw(predicates(inner)))
+        source = f"{t.name} AS q"
+        if draw(st.integers(0, 2)) == 0:  # over an inner join: a partner of q, maybe the one correlated
+            u = draw(st.sampled_from(tables))
+            source += f" JOIN {u.name} AS q2 ON q2.k1 = q.{draw(st.sampled_from(t.all))}"
+            if draw(st.booleans()):
+                conds.append(f"q2.{draw(st.sampled_from(u.all))} {draw(st.sampled_from(['=', '<']))} "
+                             f"{draw(st.sampled_from(all_cols))}")
         sub_where = f" WHERE {' AND '.join(conds)}" if conds else ""
         kind = draw(st.sampled_from(["EXISTS", "NOT EXISTS", "IN", "NOT IN"]))
         if kind.endswith("EXISTS"):
-            where.append(f"{kind} (SELECT 1 FROM {t.name} AS q{sub_where})")
+            where.append(f"{kind} (SELECT 1 FROM {source}{sub_where})")
         else:
             lhs = draw(st.sampled_from(all_cols))
-            where.append(f"{lhs} {kind} (SELECT {draw(st.sampled_from(inner))} FROM {t.name} AS q{sub_where})")
+            where.append(f"{lhs} {kind} (SELECT {draw(st.sampled_from(inner))} FROM {source}{sub_where})")
     outs = []
     for i in range(n_outputs or draw(st.integers(1, 4))):
         a, b = draw(st.sampled_from(all_cols)), draw(st.sampled_from(all_cols))

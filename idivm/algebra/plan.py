@@ -51,18 +51,25 @@ class IdColumn:
 
 @dataclass
 class SubqueryPredicate:
-    """An EXISTS or IN subquery over one base table R in the view's WHERE (semijoin/antijoin).
+    """An EXISTS or IN subquery over a base table R, or an inner join R ⋈ S ⋈ ..., in the view's
+    WHERE (semijoin/antijoin).
 
     Its conjunct stays in the plan as an opaque condition for the rules of the other
-    operators; changes of R itself affect the outer rows that ``affected`` selects (see
-    strategies/semijoin.py). ``alias`` is idivm's own alias for R inside the subquery."""
+    operators; changes of R (or of a table joined to it) affect the outer rows that ``affected``
+    selects (see strategies/semijoin.py). ``alias`` is idivm's own alias for R inside the
+    subquery; ``joined`` the others' (alias, table), their join conditions part of ``where``."""
 
     alias: str
     table: TableInfo
-    where: exp.Expression | None  # the subquery's WHERE, over alias and outer scans
+    where: exp.Expression | None  # the subquery's WHERE (and its joins' ON), over its aliases and outer scans
     in_lhs: exp.Expression | None = None  # for `lhs [NOT] IN (SELECT col ...)`
     in_col: exp.Expression | None = None
     scalar: exp.Expression | None = None  # a scalar subquery's aggregate (only the higher-order strategy keeps them)
+    joined: list[tuple[str, TableInfo]] = field(default_factory=list)
+
+    def tables(self) -> list[tuple[str, TableInfo]]:
+        """Every (alias, table) the subquery reads, R first."""
+        return [(self.alias, self.table)] + list(self.joined)
 
     def affected(self) -> exp.Expression:
         """Outer rows whose membership may change when an R row with these values appears or goes.
@@ -245,7 +252,7 @@ def base_tables(node) -> list[TableInfo]:
     out = [s.table for s in scans(node)]
     for n in walk(node):
         if isinstance(n, Project):
-            out += [q.table for q in n.subqueries]
+            out += [t for q in n.subqueries for _, t in q.tables()]
     return out
 
 

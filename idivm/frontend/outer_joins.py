@@ -24,9 +24,14 @@ every branch's rows, with the padded columns NULL; a branch in which a conjunct 
 with a padded column can hold no row and is left out.
 
 RIGHT and FULL joins add a branch of the right side's rows that no row of everything on the left
-matches. That is a `NOT EXISTS` over one table X when the condition reads no table on the left
-but X and every X row appears on the left (X is the only table there, or no inner or right join
-since X could have dropped rows); other shapes are refused by name.
+matches: a `NOT EXISTS` over the left side's rows in which the tables the condition reads are not
+padded. Those are the rows of one inner join (`_left_rows`): walking the left side's joins back,
+a LEFT (or FULL) join of a table nobody needs is left out (it drops no row of what it joins),
+a table that is needed, or inner-joined, joins with its condition, and a RIGHT or FULL joined
+table needed alone is all its rows. So `a JOIN b ON a.k = b.k RIGHT JOIN c ON c.k = b.k` pads the
+c rows with `NOT EXISTS (SELECT 1 FROM a JOIN b ON a.k = b.k WHERE c.k = b.k)`, an antijoin over a
+join (strategies/semijoin.py). This needs every condition on that path to be false when a table
+it reads is padded (a comparison is); a condition that could hold on NULLs is refused by name.
 """
 from __future__ import annotations
 
@@ -110,8 +115,14 @@ def pad(e: exp.Expression, padded: dict[str, TableInfo]) -> exp.Expression:
     return e.copy().transform(fn)
 
 
+_STRICT_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.DPipe)
+
+
 def _is_null(e: exp.Expression) -> bool:
+    """NULL, a cast of NULL, or arithmetic with a NULL operand (NULL whatever the other is)."""
     e = e.unnest()
+    if isinstance(e, _STRICT_ARITHMETIC):
+        return _is_null(e.this) or _is_null(e.expression)
     return isinstance(e, exp.Null) or (isinstance(e, exp.Cast) and _is_null(e.this))
 
 
@@ -197,8 +208,7 @@ def expand(tree: exp.Select, info_of) -> list[OuterBranch]:
         if not isinstance(t, exp.Table):
             raise refuse("a subquery in FROM of a query with outer joins (join its tables directly)")
     branches = [OuterBranch(tables=[(src, [])])]
-    seen: list[exp.Table] = [src]
-    preserved = {src.alias_or_name}  # tables every row of which appears in the join so far
+    left: list[tuple[exp.Table, str, list[exp.Expression]]] = [(src, "FROM", [])]  # the joins so far
     for j in joins:
         t, side, on = j.this, side_of(j), conjuncts(j.args.get("on"))
         if j.args.get("using"):  # qualify writes USING as ON; a join without its condition would be a cross join
@@ -211,14 +221,8 @@ def expand(tree: exp.Select, info_of) -> list[OuterBranch]:
             if side in ("LEFT", "FULL"):
                 out.append(b.padding(t, info_of(t), on))
         if side in ("RIGHT", "FULL"):
-            out.append(_right_only(t, on, seen, preserved, info_of, side))
-        if side == "":
-            preserved = set()
-        elif side == "RIGHT":
-            preserved = {t.alias_or_name}
-        elif side == "FULL":
-            preserved = preserved | {t.alias_or_name}
-        seen.append(t)
+            out.append(_right_only(t, on, left, info_of, side))
+        left.append((t, side, on))
         branches = out
     where = where_conjuncts(tree)
     result = []
@@ -229,19 +233,66 @@ def expand(tree: exp.Select, info_of) -> list[OuterBranch]:
     return result
 
 
-def _right_only(t: exp.Table, on: list[exp.Expression], seen: list[exp.Table], preserved: set[str],
+def _right_only(t: exp.Table, on: list[exp.Expression], left: list[tuple[exp.Table, str, list[exp.Expression]]],
                 info_of, side: str) -> OuterBranch:
     """The branch of t's rows that no row on the left matches: every table on the left padded."""
-    names = {s.alias_or_name: s for s in seen}
-    read = {c.table for c in on for c in c.find_all(exp.Column) if c.table in names}
-    if len(seen) == 1:
-        x = seen[0]
-    elif len(read) == 1 and next(iter(read)) in preserved:
-        x = names[next(iter(read))]
-    else:
-        raise refuse(f"{side} JOIN whose condition reads {'no table' if not read else ', '.join(sorted(read))} "
-                     f"of a left side that joins {len(seen)} tables",
-                     "its condition must read one table of the left side, one that no inner or RIGHT join "
-                     "before filters; or write the join the other way round as a LEFT JOIN")
-    padded = {s.alias_or_name: info_of(s) for s in seen}
-    return OuterBranch(tables=[(t, [])], where=[not_exists(x, on)], padded=padded)
+    names = {s.alias_or_name for s, _, _ in left}
+    need = _reads(on, names)
+    _require_null_rejecting(on, need, left, info_of, f"the {side} JOIN of {t.alias_or_name}")
+    rows = _left_rows(left, need, info_of)
+    inner = exp.select("1").from_(rows[0][0].copy())
+    for s, cond in rows[1:]:
+        inner = inner.join(s.copy(), on=exp.and_(*[c.copy() for c in cond]) if cond else None,
+                           join_type="inner" if cond else "cross")
+    if on:
+        inner = inner.where(exp.and_(*[exp.paren(c.copy()) for c in on]))
+    padded = {s.alias_or_name: info_of(s) for s, _, _ in left}
+    return OuterBranch(tables=[(t, [])], where=[exp.Not(this=exp.Exists(this=inner))], padded=padded)
+
+
+def _reads(on: list[exp.Expression], names: set[str]) -> set[str]:
+    return {c.table for e in on for c in e.find_all(exp.Column) if c.table in names}
+
+
+def _require_null_rejecting(on: list[exp.Expression], tables: set[str], left, info_of, what: str) -> None:
+    """Refuse a condition that may hold when one of `tables` is padded with NULLs."""
+    info = {s.alias_or_name: s for s, _, _ in left}
+    for name in sorted(tables):
+        if not _may_be_padded(name, left):
+            continue
+        if not any(never_true(pad(c, {name: info_of(info[name])})) for c in on):
+            raise refuse(f"a RIGHT or FULL JOIN after a join whose condition may hold when {name} is NULL-padded "
+                         f"({what})", "compare the columns of the tables it reads with =, <, ... so that NULLs never match")
+
+
+def _may_be_padded(name: str, left: list[tuple[exp.Table, str, list[exp.Expression]]]) -> bool:
+    """Some row of the left side has this table's columns NULL: it was LEFT or FULL joined, or a
+    RIGHT or FULL join came after it."""
+    pos = next(i for i, (s, _, _) in enumerate(left) if s.alias_or_name == name)
+    return left[pos][1] in ("LEFT", "FULL") or any(side in ("RIGHT", "FULL") for _, side, _ in left[pos + 1:])
+
+
+def _left_rows(left: list[tuple[exp.Table, str, list[exp.Expression]]], need: set[str],
+               info_of) -> list[tuple[exp.Table, list[exp.Expression]]]:
+    """An inner join (first table, then each table with its condition) whose rows, projected on the
+    tables of `need`, are the rows of the left side in which none of them is padded; walked from the
+    last join back (module docstring)."""
+    need = set(need)
+    kept: list[tuple[exp.Table, list[exp.Expression]]] = []
+    for pos in range(len(left) - 1, -1, -1):
+        t, side, on = left[pos]
+        name = t.alias_or_name
+        if side == "FROM" or (side == "RIGHT" and need <= {name}) or (side == "FULL" and need == {name}):
+            kept.append((t, []))  # all its rows are on the left
+            break
+        if side == "FULL" and not need:
+            raise refuse("a RIGHT JOIN whose condition reads no table on its left, after a FULL JOIN")
+        if name not in need and side in ("LEFT", "FULL"):
+            continue  # drops no row of what it joins
+        earlier = {s.alias_or_name for s, _, _ in left[:pos]}
+        reads = _reads(on, earlier)
+        _require_null_rejecting(on, reads, left[:pos], info_of, f"the {side or 'inner'} JOIN of {name}")
+        kept.append((t, on))
+        need = (need - {name}) | reads
+    kept.reverse()
+    return kept

@@ -1,9 +1,10 @@
 """EXISTS / IN subqueries in WHERE: validation and normalisation into SubqueryPredicates.
 
-Supported: a subquery over one base table, with an optional WHERE that may
-reference the outer query's columns (correlation), and for IN exactly one output
-column. Its alias is renamed to an idivm-owned one so that it can never shadow
-the aliases of generated statements.
+Supported: a subquery over one base table or an inner join of base tables (JOIN ... ON,
+or a comma list), with an optional WHERE that may reference the outer query's columns
+(correlation), and for IN exactly one output column. Its aliases are renamed to
+idivm-owned ones so that they can never shadow the aliases of generated statements;
+the join conditions join its WHERE (an inner join's ON means the same there).
 """
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def _extract(node: exp.Expression, infos: dict[tuple[str, str], TableInfo], inde
     if not isinstance(inner, exp.Select):
         raise refuse("set operations inside a subquery")
     for clause, name in (("group", "GROUP BY"), ("having", "HAVING"), ("distinct", "DISTINCT"),
-                         ("limit", "LIMIT"), ("order", "ORDER BY"), ("joins", "joins")):
+                         ("limit", "LIMIT"), ("order", "ORDER BY")) + ((("joins", "joins"),) if scalar else ()):
         if inner.args.get(clause):
             raise refuse(f"{name} inside {what}")
     if inner.find(exp.Exists) or inner.find(exp.Subquery):
@@ -56,20 +57,39 @@ def _extract(node: exp.Expression, infos: dict[tuple[str, str], TableInfo], inde
     if not scalar and inner.find(exp.AggFunc):
         raise refuse("aggregates inside an EXISTS/IN subquery")
     src = (inner.args.get("from_") or inner.args.get("from")).this
-    if not isinstance(src, exp.Table):
-        raise refuse("a subquery in FROM of an EXISTS/IN subquery")
-    old, new = src.alias_or_name, SUBQUERY_ALIAS.format(index)
+    joins = inner.args.get("joins") or []
+    for j in joins:
+        if (j.side or "") or (j.kind or "").upper() not in ("", "INNER", "CROSS"):
+            raise refuse(f"{(j.side or j.kind).upper()} JOIN inside {what} (only inner joins)")
+        if j.args.get("using") or j.args.get("method"):
+            raise refuse(f"JOIN ... USING or NATURAL JOIN inside {what} (write the condition with ON)")
+    tables = [src] + [j.this for j in joins]
+    if not all(isinstance(t, exp.Table) for t in tables):
+        raise refuse(f"a subquery in FROM of {what}")
+    aliases = [t.alias_or_name for t in tables]
+    if len(set(aliases)) != len(aliases):
+        raise refuse(f"one alias for two tables inside {what}")
+    renamed = {old: SUBQUERY_ALIAS.format(index) + (f"j{k}" if k else "") for k, old in enumerate(aliases)}
     for c in inner.find_all(exp.Column):
-        if c.table == old:
-            c.set("table", exp.to_identifier(new, quoted=True))
-    src.set("alias", exp.TableAlias(this=exp.to_identifier(new, quoted=True)))
+        if c.table in renamed:
+            c.set("table", exp.to_identifier(renamed[c.table], quoted=True))
+    for t, old in zip(tables, aliases):
+        t.set("alias", exp.TableAlias(this=exp.to_identifier(renamed[old], quoted=True)))
+    ons = [j.args["on"] for j in joins if j.args.get("on") is not None]
+    if ons:  # the join conditions belong to the WHERE of the subquery's inner join
+        inner.set("where", exp.Where(this=exp.and_(*[exp.paren(c.copy()) for c in ons], *(
+            [exp.paren(inner.args["where"].this)] if inner.args.get("where") else []))))
+        for j in joins:
+            j.set("on", None)
+            j.set("kind", "CROSS")
     in_lhs = in_col = None
     if isinstance(node, exp.In):
         if len(inner.expressions) != 1 or isinstance(node.this, exp.Tuple):
             raise refuse("IN (subquery) over several columns")
         in_lhs, in_col = node.this, inner.expressions[0].unalias()
     inner_where = inner.args.get("where")
-    return SubqueryPredicate(alias=new, table=infos[(src.db, src.name)],
+    return SubqueryPredicate(alias=renamed[aliases[0]], table=infos[(src.db, src.name)],
                              where=inner_where.this if inner_where is not None else None,
                              in_lhs=in_lhs, in_col=in_col,
-                             scalar=inner.expressions[0].unalias() if scalar else None)
+                             scalar=inner.expressions[0].unalias() if scalar else None,
+                             joined=[(renamed[a], infos[(t.db, t.name)]) for t, a in zip(tables[1:], aliases[1:])])

@@ -9,7 +9,10 @@ selected through ``SubqueryPredicate.affected`` on the pre- and the post-image o
 every changed R row, are deleted by ID and re-derived from the post-state, where
 PostgreSQL evaluates EXISTS / IN / NOT IN with its exact NULL semantics. An
 uncorrelated subquery relates to every outer row, so its changes re-derive all
-of them.
+of them. A subquery over an inner join R ⋈ S gets the same two steps for each of
+its tables, the others read in either state (``_through_others``); the right-only
+rows of a RIGHT or FULL join after several tables are such an antijoin
+(frontend/outer_joins.py).
 """
 from __future__ import annotations
 
@@ -18,54 +21,88 @@ from sqlglot import exp
 from ..algebra.plan import BRANCH_COLUMN, SubqueryPredicate, conjuncts_below, has_subquery, refs
 from ..program import relations as R
 from ..program.steps import DeleteMatching, Step
-from ..program.trees import all_of, any_of, col, eq, exists, num, select
+from ..program.trees import alias as alias_
+from ..program.trees import all_of, any_of, col, eq, exists, num, select, subquery, union_all
 from .idiff_steps import changed_any, insert_rows, kind_is_not
 from .spj import DIFF_ALIAS, VIEW_ALIAS, Target, base_mapping, bind_with, binder
 
 
-def _changed(target: Target, sq: SubqueryPredicate, outer: dict[str, tuple[str, str]] | None = None) -> exp.Expression:
-    """Changed R rows (pre- or post-image) related to the outer row in scope.
+def _changed(target: Target, sq: SubqueryPredicate, changed: str,
+             outer: dict[str, tuple[str, str]] | None = None) -> exp.Expression:
+    """Changed rows of the subquery's table `changed` (pre- or post-image) related to the outer row in
+    scope.
 
-    An update that leaves every column of R the subquery reads as it was cannot flip the condition
-    for any outer row (an i-diff's update keeps its key): it is skipped. So a price update of a part
-    re-derives nothing through `NOT EXISTS (SELECT 1 FROM parts WHERE pid = dp.pid)`, the anti-join
-    of an outer join on the part's key."""
+    An update that leaves every column of that table the subquery reads as it was cannot flip the
+    condition for any outer row (an i-diff's update keeps its key): it is skipped. So a price update
+    of a part re-derives nothing through `NOT EXISTS (SELECT 1 FROM parts WHERE pid = dp.pid)`, the
+    anti-join of an outer join on the part's key."""
     outer = outer or base_mapping(target)
     cond = sq.affected()
-    pre = bind_with({**outer, sq.alias: (DIFF_ALIAS, R.pre(""))})(cond)
-    post = bind_with({**outer, sq.alias: (DIFF_ALIAS, R.post(""))})(cond)
+    read = sorted({c.name for c in cond.find_all(exp.Column) if c.table == changed} - set(dict(sq.tables())[changed].key))
+    cond = _through_others(target, sq, changed, cond)
+    pre = bind_with({**outer, changed: (DIFF_ALIAS, R.pre(""))})(cond)
+    post = bind_with({**outer, changed: (DIFF_ALIAS, R.post(""))})(cond)
     related = any_of([all_of([kind_is_not(R.INSERTED), pre]), all_of([kind_is_not(R.DELETED), post])])
-    read = sorted({c.name for c in cond.find_all(exp.Column) if c.table == sq.alias} - set(sq.table.key))
     moved = [kind_is_not(R.UPDATED)] + ([changed_any(read)] if read else [])
     return all_of([any_of(moved), related])
 
 
+def _through_others(target: Target, sq: SubqueryPredicate, changed: str, cond: exp.Expression) -> exp.Expression:
+    """For a subquery over a join, `cond` required of some rows of its other tables, in either state.
+
+    An outer row's condition flips only if a combination of subquery rows matching it appears or
+    goes; one of its rows changed. When it is a row of `changed`, the others of that combination
+    were there before or are there now (a partner deleted in the same window is only in the
+    pre-state): so each other table is read as its post-state UNION ALL the pre-images of its changed
+    rows. More rows than needed only re-derive more outer rows; none is missed."""
+    others = [(a, t) for a, t in sq.tables() if a != changed]
+    if not others:
+        return cond
+    return exists(select([exp.Literal.number(1)], [_either_state(target, sq, a, t) for a, t in others], [cond]))
+
+
+def _either_state(target: Target, sq: SubqueryPredicate, alias: str, table) -> exp.Subquery:
+    """A table's rows in the post-state and the pre-images of its changed rows, as `alias` (the
+    columns the subquery reads of it: a schema change of the others leaves the program valid)."""
+    now, before = f"{alias}_now", f"{alias}_before"
+    cid = target.captured[(table.schema, table.name)]
+    read = sorted({c.name for c in sq.affected().find_all(exp.Column) if c.table == alias}) or list(table.key)
+    post = select([col(now, c) for c in read], [R.base(table.schema, table.name, now)])
+    pre = select([alias_(col(before, R.pre(c)), c) for c in read],
+                 [R.delta(cid, before, of=f"{table.schema}.{table.name}")], [kind_is_not(R.INSERTED, alias=before)])
+    return subquery(union_all([post, pre]), alias)
+
+
 def subquery_steps(target: Target) -> list[Step]:
+    """For every table of every subquery: delete the outer rows its changes may affect, by ID, then
+    re-derive them from the post-state."""
     out: list[Step] = []
     for sq in target.plan.subqueries:
-        cid = target.captured[(sq.table.schema, sq.table.name)]
-        delta = R.delta(cid, DIFF_ALIAS, of=f"{sq.table.schema}.{sq.table.name}")
         related = sorted({a for a, _ in refs(sq.affected()) if a in target.scan_alias})
         by_id = [eq(col(target.scan_alias[a], i.column), col(VIEW_ALIAS, i.name))
                  for a in related for i in target.ids_of(a)]
         if target.branch is not None:  # an uncorrelated subquery matches no ID: stay in this branch's rows
             by_id.append(eq(col(VIEW_ALIAS, BRANCH_COLUMN), num(int(target.branch))))
-        label = f"Δ[{sq.table.name}] of subquery {sq.alias}"
-        out.append(DeleteMatching(
-            phase=0, purpose=f"{label}: delete the outer rows it may affect, by ID", target=target.ref(),
-            using=[delta] + [target.base(a) for a in related], condition=all_of(by_id + [_changed(target, sq)]),
-            driven_by=cid))
-        bind = binder(target, None)
-        filters = [bind(c) for c in conjuncts_below(target.plan)]
-        filters.append(_affected_ids(target, sq, related, delta)
-                       or exists(select([exp.Literal.number(1)], [delta.copy()], [_changed(target, sq)])))
-        out.append(insert_rows(
-            target, None, [], filters, bind, froms=[target.base(s) for s in target.scan_alias], id_image=None,
-            phase=2, purpose=f"{label}: re-derive those outer rows from the post-state", driven_by=cid))
+        for changed, table in sq.tables():
+            cid = target.captured[(table.schema, table.name)]
+            delta = R.delta(cid, DIFF_ALIAS, of=f"{table.schema}.{table.name}")
+            label = f"Δ[{table.name}] of subquery {changed}"
+            out.append(DeleteMatching(
+                phase=0, purpose=f"{label}: delete the outer rows it may affect, by ID", target=target.ref(),
+                using=[delta] + [target.base(a) for a in related],
+                condition=all_of(by_id + [_changed(target, sq, changed)]), driven_by=cid))
+            bind = binder(target, None)
+            filters = [bind(c) for c in conjuncts_below(target.plan)]
+            filters.append(_affected_ids(target, sq, changed, related, delta)
+                           or exists(select([exp.Literal.number(1)], [delta.copy()], [_changed(target, sq, changed)])))
+            out.append(insert_rows(
+                target, None, [], filters, bind, froms=[target.base(s) for s in target.scan_alias], id_image=None,
+                phase=2, purpose=f"{label}: re-derive those outer rows from the post-state", driven_by=cid))
     return out
 
 
-def _affected_ids(target: Target, sq: SubqueryPredicate, related: list[str], delta: exp.Table) -> exp.Expression | None:
+def _affected_ids(target: Target, sq: SubqueryPredicate, changed: str, related: list[str],
+                  delta: exp.Table) -> exp.Expression | None:
     """`(IDs of the related outer scans) IN (those IDs of the rows the changed R rows relate to)`.
 
     Driven from the i-diff: PostgreSQL plans the subquery from the few changed rows into the outer
@@ -79,7 +116,7 @@ def _affected_ids(target: Target, sq: SubqueryPredicate, related: list[str], del
     ids = [(a, i.column) for a in related for i in target.ids_of(a)]
     bases = [R.base(target.tables[a].schema, target.tables[a].name, inner[a]) for a in related]
     source = select([col(inner[a], c) for a, c in ids], [delta.copy()] + bases,
-                    [_changed(target, sq, {a: (inner[a], "") for a in related})])
+                    [_changed(target, sq, changed, {a: (inner[a], "") for a in related})])
     outer = [col(target.scan_alias[a], c) for a, c in ids]
     return exp.In(this=outer[0] if len(outer) == 1 else exp.Tuple(expressions=outer), query=exp.Subquery(this=source))
 

@@ -125,6 +125,8 @@ class NestingBuilder:
             sq = self.by_alias.get(alias)
             if sq is None:
                 raise refuse(f"the subquery in {conjunct.sql('postgres')}")
+            if sq.joined:
+                raise refuse("an EXISTS / IN subquery over a join")
             inner, correlated = self._split(sq)
             if isinstance(node, exp.Exists):
                 x = self._count(sq, inner, correlated)

@@ -57,7 +57,7 @@ class Scope:
 
     def __init__(self, plan):
         self.tables = {s.alias: s.table for s in scans(plan)}
-        self.tables.update({sq.alias: sq.table for sq in getattr(plan, "subqueries", [])})
+        self.tables.update({a: t for sq in getattr(plan, "subqueries", []) for a, t in sq.tables()})
         self.types = {variable(a, c): t for a, tbl in self.tables.items() for c, t in tbl.columns}
         self.nullable = frozenset(variable(a, c) for a, tbl in self.tables.items()
                                   for c in tbl.column_names if not tbl.never_null(c))
