@@ -209,7 +209,7 @@ class Engine:
             except Stale as e:
                 if not keep_going:
                     raise
-                reports.append(MaintenanceReport(view=views[vid], skipped=str(e)))  # the others go on
+                reports.append(MaintenanceReport(view=views[vid], skipped=str(e), stale=True))  # the others go on
             except Exception as e:
                 if not keep_going:
                     raise

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .errors import IdivmError, first_line
+from .errors import EXIT_STALE, IdivmError, first_line
 
 def _hide_flag_types() -> None:
     """Typer's help prints a type for every option, `<bool>` for flags, which take no value: drop it
@@ -135,13 +135,15 @@ def maintain(names: List[str] = typer.Argument(None, help="views to maintain (de
              engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP)):
     """Apply the changes logged since the last maintenance (one transaction per view, each view on its
     own: one that fails is rolled back and reported, the others go on). Exit status 1 if any view
-    failed."""
+    failed, else 3 if any was skipped because a schema change made it stale (`idivm refresh` it)."""
     reports = _engine().maintain(*(names or []), keep_going=True, engine=engine)
     reports = reports if isinstance(reports, list) else [reports]
     for r in reports:
         out.print(str(r), markup=False, highlight=False)
     if any(r.failed for r in reports):
         raise typer.Exit(1)
+    if any(r.stale for r in reports):
+        raise typer.Exit(EXIT_STALE)
 
 
 @app.command()
@@ -246,7 +248,7 @@ def set_policy(
 def schedule(
     every: float = typer.Option(60.0, "--every", help="default seconds between maintenances of a view with "
                                 "pending changes (views without their own policy)"),
-    once: bool = typer.Option(False, "--once", help="one pass over the due views, then exit (exit 1 if one failed)"),
+    once: bool = typer.Option(False, "--once", help="one pass over the due views, then exit (exit 1 if one failed, 3 if one is stale)"),
     grace: float = typer.Option(10.0, "--grace", help="on SIGTERM/SIGINT, seconds the running maintenance may "
                                 "take before it is cancelled and rolled back"),
     engine: Optional[str] = typer.Option(None, "--engine", help=ENGINE_HELP),

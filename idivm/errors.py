@@ -5,6 +5,8 @@ raises an ``IdivmError`` whose message is one self-contained line; the CLI
 prints it without a traceback.
 """
 
+EXIT_STALE = 3  # `idivm maintain` and `schedule --once`: a view was skipped, a schema change made it stale
+
 
 def first_line(e: BaseException) -> str:
     """The first line of an exception's message (PostgreSQL adds DETAIL/HINT lines)."""

@@ -27,7 +27,10 @@ def _stale(engine, name="public.v"):
 
 def test_harmless_ddl_leaves_views_alone(engine, tables):
     engine.register_view("v", SQL)
+    tables.execute("UPDATE parts SET price = 4 WHERE pid IN (5, 6)")  # changed before and after the ALTER
     tables.execute("ALTER TABLE parts ADD COLUMN extra int DEFAULT 7")
+    tables.execute("DELETE FROM parts WHERE pid = 5")  # its image now has extra: still the row updated above
+    tables.execute("UPDATE parts SET price = 1 WHERE pid = 6")
     tables.execute("CREATE INDEX ON parts (price)")
     tables.execute("ALTER TABLE parts ALTER COLUMN note SET DEFAULT 'x'")
     tables.execute("CREATE TABLE unrelated (id int PRIMARY KEY)")
@@ -39,7 +42,7 @@ def test_harmless_ddl_leaves_views_alone(engine, tables):
 
 
 @pytest.mark.parametrize("ddl, reason", [
-    ("ALTER TABLE parts DROP COLUMN note", "column(s) note of base table public.parts were dropped"),
+    ("ALTER TABLE parts DROP COLUMN price", "column(s) price of base table public.parts were dropped"),
     ("ALTER TABLE parts RENAME COLUMN price TO cost", "column(s) price of base table public.parts"),
     ("ALTER TABLE parts ALTER COLUMN price TYPE numeric", "column(s) price of base table public.parts"),
     ("ALTER TABLE suppliers RENAME TO vendors", "base table public.suppliers was renamed to public.vendors"),
@@ -60,6 +63,56 @@ def test_changes_to_what_a_view_uses_make_it_stale(engine, tables, ddl, reason):
     assert report.skipped and "stale" in report.skipped
     s = {s.view: s for s in engine.status()}["public.v"]
     assert s.state.stale and not s.decision.due and s.state.consecutive_failures == 0
+
+
+UNREAD = [  # none of these views reads parts.note
+    ("v", SQL, COLS, "id"),
+    ("t", SQL, COLS, "tuple"),
+    ("g", "SELECT p.sid, count(*) AS n, sum(p.price) AS s FROM parts p GROUP BY p.sid", ["sid", "n", "s"], "id"),
+    ("e", "SELECT s.sid FROM suppliers s WHERE EXISTS (SELECT 1 FROM parts p JOIN parts q ON q.sid = p.sid "
+          "WHERE p.sid = s.sid AND q.price > 3)", ["sid"], "id"),
+]
+
+
+def test_changes_to_columns_no_view_reads_leave_views_alone(engine, tables):
+    """Only the columns a view reads (algebra/columns_read.py) make it stale; the others can be
+    renamed, retyped and dropped, and maintenance stays exact through them."""
+    for name, sql, _, strategy in UNREAD:
+        engine.register_view(name, sql, strategy=strategy)
+    tables.execute("ALTER TABLE parts RENAME COLUMN note TO remark")
+    tables.execute("UPDATE parts SET price = price + 1, remark = 'r' WHERE pid <= 6")
+    tables.execute("ALTER TABLE parts ALTER COLUMN remark TYPE varchar(3)")
+    tables.execute("INSERT INTO parts VALUES (300, 2, 9, 'new')")
+    tables.execute("ALTER TABLE parts DROP COLUMN remark")
+    tables.execute("DELETE FROM parts WHERE pid IN (2, 3)")
+    assert all(s.stale_reason is None for s in engine.status())
+    reports = engine.maintain()
+    assert not any(r.failed or r.skipped for r in reports), reports
+    for name, sql, cols, _ in UNREAD:
+        assert_equal_multiset(tables, name, sql, cols)
+    tables.execute("ALTER TABLE parts ALTER COLUMN price TYPE bigint")  # read by all of them
+    assert {s.view: s.stale_reason is not None for s in engine.status()} == {f"public.{n}": True for n, *_ in UNREAD}
+
+
+def test_maintain_exits_3_when_it_skipped_a_stale_view(engine, tables, fresh_db):
+    import subprocess
+    import sys
+
+    engine.register_view("v", SQL)
+    engine.register_view("w", "SELECT sid, name FROM suppliers")
+    tables.execute("ALTER TABLE parts RENAME COLUMN price TO cost")
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", fresh_db, *args],
+                              capture_output=True, text=True, timeout=120)
+
+    r = cli("maintain")
+    assert r.returncode == 3, r
+    assert "public.v: skipped: view public.v is stale" in r.stdout and "public.w: 0 effective changes" in r.stdout
+    assert cli("schedule", "--once").returncode == 3
+    tables.execute("ALTER TABLE parts RENAME COLUMN cost TO price")  # back as it was: still stale until refreshed
+    engine.refresh("v")
+    assert cli("maintain").returncode == 0
 
 
 def test_refresh_rebuilds_a_stale_view_and_the_views_over_it(engine, tables):

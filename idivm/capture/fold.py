@@ -14,8 +14,10 @@ side. Summing the signs per image needs no order: a key's versions v0 -> v1 -> .
 telescope to -v0 +vk, whatever order the links were logged in and however they were paired. An
 image that ends with a negative sum is the key's state before the window (pre), one with a
 positive sum its state after (post); images whose signs cancel drop out, so a change undone in the
-same window disappears. Images are compared by their jsonb text, so 1.0 -> 1.00 counts as a change
-(jsonb equality would call them equal).
+same window disappears. Images are compared by the jsonb text of the columns the view reads, so
+1.0 -> 1.00 counts as a change (jsonb equality would call them equal), and an image logged before an
+ALTER TABLE of a column the view does not read (added with a default, retyped, renamed, dropped)
+still cancels the same row's image logged after it; a change of only such columns drops out.
 
 The result has one row per changed key: ``kind`` ('I' no pre-image, 'D' no post-image, 'U' both)
 and ``pre__<col>``, ``post__<col>`` for every column: the effective i-diff instance (idIVM
@@ -28,9 +30,12 @@ from ..program import relations as R
 from ..sqltext import ident, string_literal
 
 
-def fold_select(info: TableInfo, signed_images: str) -> str:
-    """A SELECT of the effective i-diff rows of `info`'s table from a query of (img, n) rows."""
+def fold_select(info: TableInfo, signed_images: str, compared: list[str] | None = None) -> str:
+    """A SELECT of the effective i-diff rows of `info`'s table from a query of (img, n) rows; images
+    are compared on the `compared` columns (default: the whole image)."""
     rowtype = f"NULL::{info.qualified}"
+    compared_text = "CAST(w.img AS text)" if compared is None else \
+        f"CAST(jsonb_build_array({', '.join(f'w.img -> {string_literal(c)}' for c in compared)}) AS text)"
     keys = ", ".join(f"k.{ident(k)}" for k in info.key)
     pre, post = ident("pre"), ident("post")
     cols = ", ".join([f"{pre}.{ident(c)} AS {ident(R.pre(c))}" for c in info.column_names]
@@ -39,7 +44,7 @@ def fold_select(info: TableInfo, signed_images: str) -> str:
     return f"""
 WITH s AS (
   SELECT (array_agg(w.img))[1] AS img, sum(w.n) AS n
-  FROM ({signed_images}) AS w(img, n) GROUP BY CAST(w.img AS text) HAVING sum(w.n) <> 0
+  FROM ({signed_images}) AS w(img, n) GROUP BY {compared_text} HAVING sum(w.n) <> 0
 ), f AS (
   SELECT (array_agg(s.img) FILTER (WHERE s.n < 0))[1] AS old_img,
          (array_agg(s.img) FILTER (WHERE s.n > 0))[1] AS new_img

@@ -163,10 +163,12 @@ def captured_columns() -> str:
 
 
 def view_inputs(conn: Connection, view_id: int, reflect: bool = False) -> list[sa.Row]:
-    """The captured tables a view reads (id, schema_name, table_name, key_columns, log_table; with
-    reflect, their current columns too)."""
+    """The captured tables a view reads (id, schema_name, table_name, key_columns, log_table,
+    read_columns: the names of the columns the view reads, as registered; with reflect, their current
+    columns too)."""
     return conn.execute(sa.text(
-        "SELECT c.id, c.schema_name, c.table_name, c.key_columns, c.log_table"
+        "SELECT c.id, c.schema_name, c.table_name, c.key_columns, c.log_table, "
+        "ARRAY(SELECT u ->> 0 FROM json_array_elements(vi.columns) AS u) AS read_columns"
         + (f", {captured_columns()} AS columns" if reflect else "")
         + " FROM idivm.view_inputs vi JOIN idivm.captured_tables c ON c.id = vi.captured_table_id "
         "WHERE vi.view_id = :v ORDER BY c.id"), {"v": view_id}).all()

@@ -3,9 +3,12 @@ the API's register_view, drop_view, refresh and set_mode, done inside a transact
 opened (with writers blocked where a snapshot must not miss a change)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from ..algebra.columns_read import columns_read
 from ..algebra.plan import BRANCH_COLUMN, Aggregate, Union, base_tables, format_plan
 from ..capture import drop_capture, ensure_capture
 from ..capture.triggers import reinstall_functions, sync_logging
@@ -63,8 +66,12 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
         program.derivations.insert(0, chosen)
     catalog.set_program(conn, view_id, to_json(program))
     infos = {captured[(t.schema, t.name)]: t for t in base_tables(plan)}
+    read = columns_read(plan)
     for cid in sorted(set(captured.values())):
-        catalog.insert_input(conn, view_id, cid, infos[cid].columns)
+        info = infos[cid]
+        if not isinstance(target, HigherOrderTarget):  # its maps keep every column (to_steps.signed_batch)
+            info = replace(info, columns=tuple(c for c in info.columns if c[0] in read[(info.schema, info.name)]))
+        catalog.insert_input(conn, view_id, cid, info.columns)  # a schema change of these makes the view stale
     reinstall_functions(conn, notify_threshold, sorted(set(captured.values())))  # notify thresholds now count this view
     sync_logging(conn)  # this (deferred) view reads them: tables read by immediate views alone log again
     for pos, ds in enumerate([] if isinstance(target, HigherOrderTarget) else diff_schemas_of(plan)):

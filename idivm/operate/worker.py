@@ -34,7 +34,7 @@ import psycopg
 import sqlalchemy as sa
 
 from ..capture.triggers import NOTIFY_CHANNEL
-from ..errors import DatabaseUnavailable, first_line
+from ..errors import EXIT_STALE, DatabaseUnavailable, first_line
 from ..engines.postgres.executor import Busy, maintain_view
 from ..sqltext import ident
 from .dependencies import dependency_order, edges
@@ -77,6 +77,7 @@ class Worker:
         self._current = None  # DBAPI connection of the running maintenance
         self._cancel_timer: threading.Timer | None = None
         self.failures = 0
+        self.stale = 0  # views skipped as stale by a --once pass
 
     # -- events --------------------------------------------------------------------------
     def log(self, event: str, **fields) -> None:
@@ -134,7 +135,9 @@ class Worker:
             self._cancel_timer.cancel()
         self._close_listener()
         self.log("stopped", failures=self.failures)
-        return 1 if self.once and self.failures else 0
+        if not self.once:
+            return 0
+        return 1 if self.failures else EXIT_STALE if self.stale else 0
 
     def run_pass(self) -> float:
         """Maintain every due view once; return how long to sleep before the next pass."""
@@ -153,6 +156,7 @@ class Worker:
                 if self._maintain(s):
                     maintained.add(s.id)
             elif self.once:  # one pass: say what became of every view, not only the maintained ones
+                self.stale += s.stale_reason is not None
                 self.log("skipped", view=s.view, pending=s.state.pending,
                          reason="immediate mode: maintained inside every writing statement"
                          if s.mode == "immediate" else s.decision.reason)

@@ -50,6 +50,7 @@ class MaintenanceReport:
     chosen: str | None = None  # why this engine, when `--engine auto` chose it (operate/engine_choice.py)
 
     skipped: str | None = None  # why the view was not maintained (maintaining all views skips stale ones)
+    stale: bool = False  # skipped because a schema change made it stale: `idivm refresh` is needed
     failed: str | None = None  # why its maintenance failed (rolled back; maintaining several views goes on)
 
     def __str__(self) -> str:
@@ -174,8 +175,8 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
                     "to rebuild it from its definition")
     changed: dict[int, int] = {}
     inputs = catalog.view_inputs(conn, view_id, reflect=True)
-    counts = build_instances(conn, view_id, [(t.id, t.log_table, table_info(t.schema_name, t.table_name, t.columns))
-                                             for t in inputs], row.last_snapshot)
+    counts = build_instances(conn, view_id, [(t.id, t.log_table, table_info(t.schema_name, t.table_name, t.columns),
+                                              t.read_columns) for t in inputs], row.last_snapshot)
     for t, n in zip(inputs, counts):
         changed[t.id] = n
         report.per_table[display_name(t.schema_name, t.table_name)] = n

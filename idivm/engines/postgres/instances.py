@@ -23,10 +23,11 @@ SESSION_TABLES = "idivm_delta_tables"  # key in the DBAPI connection's info: cap
 TRUNCATE_AFTER_ROWS = 100_000  # rows filled since the table was last truncated: then TRUNCATE, not DELETE
 
 
-def build_instances(conn, view_id: int, tables: list[tuple[int, str, TableInfo]], snapshot: str) -> list[int]:
-    """Fill pg_temp.idivm_delta_<captured_id> for each (captured id, log, table) from the log rows the
-    view has not consumed (`snapshot`: the view's last_snapshot, read in this transaction), all in
-    one round trip (each fill and its ANALYZE), and return their row counts in the same order.
+def build_instances(conn, view_id: int, tables: list[tuple[int, str, TableInfo, list[str]]], snapshot: str) -> list[int]:
+    """Fill pg_temp.idivm_delta_<captured_id> for each (captured id, log, table, the columns the view
+    reads) from the log rows the view has not consumed (`snapshot`: the view's last_snapshot, read in
+    this transaction), all in one round trip (each fill and its ANALYZE), and return their row counts
+    in the same order. Images are compared on the columns the view reads (capture/fold.py).
 
     Each table lives as long as the database session, so maintenance does no DDL per run unless the
     base table's columns changed. It keeps its rows at commit (ON COMMIT PRESERVE ROWS) and is
@@ -40,10 +41,10 @@ def build_instances(conn, view_id: int, tables: list[tuple[int, str, TableInfo]]
     created one fails (the table is then created afresh)."""
     known = conn.connection.info.setdefault(SESSION_TABLES, {})
     texts, states = [], []
-    for captured_id, log, info in tables:
+    for captured_id, log, info, read in tables:
         target = delta_table(captured_id)
         signature = (info.columns, info.key)
-        select = fold_select(info, log_images(log, catalog.unconsumed("l", view_id, snapshot)))
+        select = fold_select(info, log_images(log, catalog.unconsumed("l", view_id, snapshot)), read)
         state = known.get(captured_id)
         if state is None or state[0] != signature:
             run(conn, f"DROP TABLE IF EXISTS {target}")

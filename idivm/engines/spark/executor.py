@@ -147,7 +147,7 @@ def _compute(conn: Connection, view_id: int, work: list[Offload], texts: dict[in
             where = f" WHERE {filters[rel]}" if rel in filters else ""
             read_table(spark, settings, cur, snapshot, view_name(rel), info, names, where)
             continue
-        source = f"({fold_select(info, log_images(t.log_table, catalog.unconsumed('l', view_id)))}) AS t"
+        source = f"({fold_select(info, log_images(t.log_table, catalog.unconsumed('l', view_id)), t.read_columns)}) AS t"
         read(spark, settings, f"SELECT {', '.join(ident(c) for c in columns)} FROM {source}", snapshot, view_name(rel))
     separate = os.environ.get("IDIVM_SPARK_SEPARATE_READS") == "1"
     uses = Counter(rel for q in queries for rel in relations(q))
