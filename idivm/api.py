@@ -10,11 +10,10 @@ import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .capture.partitions import install_sync_function
-from .capture.schema_changes import event_triggers_installed, install_event_triggers
+from .capture.schema_changes import event_triggers_installed
 from .capture.triggers import reinstall_functions
 from .catalog import repository as catalog
-from .catalog.migrate import HEAD, catalog_installed, catalog_revision, upgrade_catalog
+from .catalog.migrate import HEAD, catalog_installed, catalog_revision
 from .algebra.plan import base_tables
 from .strategies.targets import STRATEGIES
 from .introspect.provider import PostgresSchema
@@ -28,8 +27,11 @@ from .operate.engine_choice import EngineChoice, choice_for
 from .operate.dependencies import dependency_order, dependents, edges
 from .operate.explain import explain_unminimized, explain_view
 from .operate.policy import DEFAULT, Policy, notify_threshold, policy_of
-from .operate.registry import (MODES, compile_missing_programs, drop_locked, drop_unread_capture,
-                               make_immediate_locked, readers_closure, register_locked, sync_immediate)
+from .operate.registry import (MODES, drop_locked,
+                               make_immediate_locked, register_locked, sync_immediate)
+from .operate.folder import Change, plan_folder, what_differs
+from .operate.install import install_or_upgrade
+from .operate.rebuild import query_failed, rebuild_locked, rebuild_plan
 from .operate.status import ViewStatus, view_statuses
 from .operate.table_locks import begin_with_writers_locked_out
 from .names import display_name, parse_name
@@ -80,17 +82,7 @@ class Engine:
     def init(self) -> None:
         """Install or upgrade the catalog schema (idempotent)."""
         with self.sa.begin() as conn:
-            conn.execute(sa.text("SELECT pg_advisory_xact_lock(7411)"))
-            before = catalog_revision(conn)
-            upgrade_catalog(conn)
-            if before != HEAD:
-                install_sync_function(conn)  # server-side helpers as this idivm writes them
-            if before is not None and before != HEAD:
-                reinstall_functions(conn, notify_threshold)  # capture functions as this idivm writes them
-                sync_immediate(conn)  # immediate triggers likewise
-                compile_missing_programs(conn)
-            if before != HEAD or not event_triggers_installed(conn):
-                install_event_triggers(conn)  # needs a superuser; without one schema changes go unnoticed
+            install_or_upgrade(conn)
         self._catalog_ok = False
 
     def _require_catalog(self, conn: Connection) -> None:
@@ -114,8 +106,12 @@ class Engine:
 
     # -- registration ----------------------------------------------------------------------
     def register_view(self, name: str, query: Any, strategy: str = "id", minimized: bool = True,
-                      mode: str = "deferred", engine: str | None = None, progress=None) -> None:
+                      mode: str = "deferred", engine: str | None = None, progress=None,
+                      replace: bool = False, if_not_exists: bool = False) -> str:
         """Compile, create and materialize a maintained view; install capture on its base tables.
+        Returns what was done: "created", or, for a name already registered, "exists"
+        (if_not_exists: left as it is), "unchanged" (replace: same query, strategy and mode) or
+        "replaced" (replace: rebuilt with the views over it, in one transaction; see `replace`).
 
         mode="immediate" maintains it inside every writing transaction (engines/postgres/immediate.py).
         minimized=False skips pass 4 (only useful to test that minimization preserves results).
@@ -124,6 +120,8 @@ class Engine:
         if strategy not in STRATEGIES:
             raise IdivmError(f"unknown strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
         _check_mode(mode)
+        if replace and if_not_exists:
+            raise IdivmError("choose one of --replace and --if-not-exists")
         fill = self._fill(engine, progress)
         sql = _sql_text(query)
         self.init()
@@ -132,7 +130,12 @@ class Engine:
             compiled = compile_view_sql(PostgresSchema(conn), sql)  # refuse early, before taking any lock
             if schema is None:
                 schema = conn.execute(sa.text("SELECT current_schema()")).scalar()
+            existing = catalog.view_by_name(conn, schema, view) if (replace or if_not_exists) else None
             conn.rollback()
+        if existing is not None:
+            if if_not_exists:
+                return "exists"
+            return self._replace(existing, sql, compiled, strategy, mode, minimized, engine, progress)
         tables = {(t.schema, t.name): t for t in base_tables(compiled.plan)}
         try:
             with self._writers_blocked(set(tables)) as conn:  # nothing slips between the fill and the first log row
@@ -140,12 +143,68 @@ class Engine:
                 if mode == "immediate":
                     make_immediate_locked(conn, schema, view)
         except psycopg.Error as e:
-            state = (e.sqlstate or "")[:2]
-            if state == "22":  # data exception while filling the view: its own query failed
-                raise IdivmError(f"PostgreSQL could not evaluate the view's query: {first_line(e)}") from None
-            if state == "42":  # e.g. UNION branches of unmatched types
-                raise IdivmError(f"PostgreSQL rejected the view's query: {first_line(e)}") from None
+            query_failed(e)
             raise
+        return "created"
+
+    def _replace(self, row: sa.Row, sql: str, compiled, strategy: str, mode: str, minimized: bool,
+                 engine: str | None, progress) -> str:
+        """register_view(replace=True) of a registered view: nothing when its query (compared as
+        parsed, so layout and keyword case do not count), strategy (auto: what auto would choose
+        now) and mode are as asked; a mode switch alone when only the mode differs; else a rebuild
+        of it and of every view over it in one transaction, policies and grants kept."""
+        why = what_differs(row, sql, strategy, mode, lambda: compiled.plan) if minimized else "unminimized"
+        if not why:
+            return "unchanged"
+        if why.startswith("mode"):
+            self.set_mode(display_name(row.schema_name, row.view_name), mode)
+            return "replaced"
+        self._rebuild(row, engine, progress, f'replace "{display_name(row.schema_name, row.view_name)}"',
+                      new={row.id: (sql, strategy, mode, minimized)})
+        return "replaced"
+
+    def plan_apply(self, directory, prune: bool = False) -> list[Change]:
+        """What `apply` would do to make the registered views those of a folder of NAME.sql files
+        (operate/folder.py), in order; nothing is changed."""
+        from pathlib import Path
+
+        self.init()
+        with self.sa.connect() as conn:
+            return plan_folder(conn, Path(directory), prune)
+
+    def apply(self, changes: list[Change], engine: str | None = None, progress=None,
+              done=None) -> None:
+        """Carry out a plan from plan_apply. Each view is created, replaced (with the views over it,
+        the declared ones as their files say) or dropped in its own transaction; the first failure
+        stops the run with an error naming the view, and what was applied before it stays (applying
+        the folder again goes on from there). `done(change)` hears of each change once made."""
+        declared = {c.view: c.file for c in changes if c.file is not None}
+        rebuilt: set[str] = set()
+        for change in changes:
+            try:
+                if change.action == "create":
+                    f = change.file
+                    self.register_view(change.view, f.sql, strategy=f.strategy, mode=f.mode, engine=engine,
+                                       progress=progress)
+                elif change.action == "replace" and change.view not in rebuilt:
+                    rebuilt |= set(self._apply_replace(change.view, declared, engine, progress))
+                elif change.action == "drop":
+                    self.drop_view(change.view)
+            except IdivmError as e:
+                raise IdivmError(f"{change.action} {change.view}: {e}") from None
+            if done is not None and change.action != "unchanged":
+                done(change)
+
+    def _apply_replace(self, name: str, declared: dict, engine: str | None, progress) -> list[str]:
+        """Rebuild a view and the views over it, each declared one as its file says."""
+        with self.sa.connect() as conn:
+            row = self._view(conn, name)
+            new = {}
+            for r in catalog.all_views(conn):
+                f = declared.get(display_name(r.schema_name, r.view_name))
+                if f is not None:
+                    new[r.id] = (f.sql, f.strategy, f.mode, True)
+        return self._rebuild(row, engine, progress, f'replace "{name}"', new=new)
 
     @contextlib.contextmanager
     def _writers_blocked(self, tables: set[tuple[str, str]]):
@@ -373,38 +432,27 @@ class Engine:
 
     def refresh(self, name: str, engine: str | None = None, progress=None) -> list[str]:
         """Rebuild a view from its stored definition (after a schema change made it stale, or at will),
-        together with the views that read it, keeping name, strategy and policy. One transaction:
-        if a definition no longer compiles against the tables as they are now, the error names it and
-        nothing changes. Returns the rebuilt views, inputs first. `engine` and `progress` as for
-        register_view."""
-        fill = self._fill(engine, progress)
+        together with the views that read it, keeping name, strategy, mode, policy and grants. One
+        transaction: if a definition no longer compiles against the tables as they are now, the
+        error names it and nothing changes. Returns the rebuilt views, inputs first. `engine` and
+        `progress` as for register_view."""
         with self.sa.connect() as conn:
             row = self._view(conn, name)
-            reads = edges(conn)
-            members = {row.id} | readers_closure(row.id, reads)
-            rows = {r.id: r for r in catalog.all_views(conn) if r.id in members}
-            chain = [rows[v] for v in dependency_order(sorted(members), reads)]
-            tables: set[tuple[str, str]] = set()
-            for r in chain:
-                try:
-                    compiled = compile_view_sql(PostgresSchema(conn), r.definition)
-                except IdivmError as e:
-                    raise IdivmError(f'cannot refresh "{name}": the definition of {display_name(r.schema_name, r.view_name)} no '
-                                     f"longer compiles: {e}") from None
-                tables |= {(t.schema, t.name) for t in base_tables(compiled.plan)}
-            tables -= {(r.schema_name, r.view_name) for r in chain}
+        return self._rebuild(row, engine, progress, f'refresh "{name}"')
+
+    def _rebuild(self, row: sa.Row, engine: str | None, progress, verb: str, new: dict | None = None) -> list[str]:
+        """rebuild_locked (operate/rebuild.py) of a view and the views over it, in one transaction
+        that holds their base tables against writers."""
+        fill = self._fill(engine, progress)
+        with self.sa.connect() as conn:
+            chain, wanted, tables = rebuild_plan(conn, row, verb, new)
             conn.rollback()
-        with self._writers_blocked(tables) as conn:
-            inputs = {cid for r in chain for cid in catalog.input_ids(conn, r.id)}
-            for r in reversed(chain):
-                drop_locked(conn, r, keep_capture=True)  # logs and triggers stay: the rebuilt views read them again
-            for r in chain:
-                register_locked(conn, r.schema_name, r.view_name, r.definition, r.strategy, True, fill)
-                if r.mode == "immediate":
-                    make_immediate_locked(conn, r.schema_name, r.view_name)
-                catalog.copy_policy(conn, r, r.schema_name, r.view_name)
-            drop_unread_capture(conn, inputs)  # tables a changed definition no longer reads
-            reinstall_functions(conn, notify_threshold)
+        try:
+            with self._writers_blocked(tables) as conn:
+                rebuild_locked(conn, row, chain, wanted, fill, verb)
+        except psycopg.Error as e:
+            query_failed(e)
+            raise
         return [display_name(r.schema_name, r.view_name) for r in chain]
 
 

@@ -109,6 +109,9 @@ def register_view(
     mode: str = typer.Option("deferred", "--mode", help="deferred (maintain / schedule apply changes later) or "
                              "immediate (inside every writing transaction)"),
     engine: Optional[str] = typer.Option(None, "--engine", help=FILL_ENGINE_HELP),
+    replace: bool = typer.Option(False, "--replace", help="if the view exists: do nothing when its query, strategy "
+                                 "and mode are as given, else rebuild it and the views over it in one transaction"),
+    if_not_exists: bool = typer.Option(False, "--if-not-exists", help="if the view exists, leave it as it is"),
 ):
     """Register a view: compile its Δ-program, create and fill its table, start capturing changes."""
     if (sql is None) == (file is None):
@@ -120,14 +123,21 @@ def register_view(
             raise IdivmError(f"cannot read {file}: {e.strerror}") from None
     idivm = _engine()
     with _spark_progress(engine) as progress:
-        idivm.register_view(name, sql, strategy=strategy, mode=mode, engine=engine, progress=progress)
+        done = idivm.register_view(name, sql, strategy=strategy, mode=mode, engine=engine, progress=progress,
+                                   replace=replace, if_not_exists=if_not_exists)
+    if done == "exists":
+        out.print(f"{name} is already registered; left as it is")
+        return
+    if done == "unchanged":
+        out.print(f"{name} is registered with this query, strategy and mode; nothing to do")
+        return
     if strategy == "auto":  # say what auto chose (explain says why)
         strategy = f"auto: {idivm.strategy_of(name)}"
     from .api import resolve_engine
 
     used = resolve_engine(engine)
     on = f", filled on {used}" if used != "postgres" else ""
-    out.print(f"registered {name} (strategy {strategy}, {mode}{on})")
+    out.print(f"{'replaced' if done == 'replaced' else 'registered'} {name} (strategy {strategy}, {mode}{on})")
 
 
 @app.command()
@@ -290,6 +300,36 @@ def refresh(name: str = typer.Argument(..., help="view name, optionally SCHEMA.N
         rebuilt = _engine().refresh(name, engine=engine, progress=progress)
     for shown in rebuilt:
         out.print(f"rebuilt {shown}")
+
+
+_DONE = {"create": "created", "replace": "replaced", "drop": "dropped"}
+
+
+@app.command()
+def apply(directory: Path = typer.Argument(..., help="folder of NAME.sql (or SCHEMA.NAME.sql) files, one SELECT "
+                                           "each; a leading `-- idivm: strategy=tuple mode=immediate` line sets options"),
+          prune: bool = typer.Option(False, "--prune", help="also drop registered views that no file declares"),
+          yes: bool = typer.Option(False, "--yes", help="apply the plan (without it, only print it)"),
+          engine: Optional[str] = typer.Option(None, "--engine", help=FILL_ENGINE_HELP)):
+    """Make the registered views those of a folder: print the plan (create, replace, drop), and apply
+    it with --yes. Applying is idempotent: a second run finds nothing to do."""
+    idivm = _engine()
+    changes = idivm.plan_apply(directory, prune=prune)
+    table = Table("action", "view", "why")
+    for c in changes:
+        table.add_row(c.action, c.view, c.why)
+    out.print(table)
+    todo = [c for c in changes if c.action != "unchanged"]
+    if not todo:
+        out.print("nothing to do")
+        return
+    if not yes:
+        out.print(f"{len(todo)} change(s) planned; run again with --yes to apply them")
+        return
+    with _spark_progress(engine) as progress:
+        idivm.apply(changes, engine=engine, progress=progress,
+                    done=lambda c: out.print(f"{_DONE[c.action]} {c.view}"))
+    out.print(f"applied {len(todo)} change(s)")
 
 
 @app.command("drop-view")

@@ -1,0 +1,94 @@
+"""Rebuilding a view and every view over it (refresh, register --replace, `idivm apply`).
+
+A rebuild drops the views' tables and registers them again, inputs first, in one transaction that
+holds their base tables against writers: readers see the old contents until it commits, then the
+new. The views over a replaced view keep their definitions and are compiled against its new
+columns; one that no longer compiles is named and nothing changes. Policies, modes and the
+privileges granted on the views' tables are kept (operate/grants.py).
+"""
+from __future__ import annotations
+
+import psycopg
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ..algebra.plan import base_tables
+from ..capture.triggers import reinstall_functions
+from ..catalog import repository as catalog
+from ..engines.postgres.materialize import Fill
+from ..errors import IdivmError, first_line
+from ..frontend.build_plan import compile_view_sql
+from ..introspect.provider import PostgresSchema
+from ..names import display_name
+from .dependencies import dependency_order, edges
+from .folder import tables_named
+from .grants import restore_grants, saved_grants
+from .policy import notify_threshold
+from .registry import drop_locked, drop_unread_capture, make_immediate_locked, readers_closure, register_locked
+
+Wanted = dict[int, tuple[str, str, str, bool]]  # view id -> (definition, strategy, mode, minimized)
+
+
+def rebuild_plan(conn: Connection, row: sa.Row, verb: str, new: Wanted | None = None
+                 ) -> tuple[list[sa.Row], Wanted, set[tuple[str, str]]]:
+    """The views to rebuild (the view, then the views over it, inputs first), what each becomes
+    (`new` for those it names, e.g. the view itself when replaced, or every changed file of `idivm
+    apply`; else as registered), and the base tables to hold against writers. A definition that no
+    longer compiles is named here, before any lock is taken; `verb` names the work in errors
+    (`refresh "v"`)."""
+    reads = edges(conn)
+    members = {row.id} | readers_closure(row.id, reads)
+    rows = {r.id: r for r in catalog.all_views(conn) if r.id in members}
+    chain = [rows[v] for v in dependency_order(sorted(members), reads)]
+    wanted = {r.id: (r.definition, r.strategy, r.mode, True) for r in chain}
+    new = new or {}
+    wanted.update({v: w for v, w in new.items() if v in wanted})
+    tables: set[tuple[str, str]] = set()
+    for r in chain:
+        try:
+            compiled = compile_view_sql(PostgresSchema(conn), wanted[r.id][0])
+        except IdivmError as e:
+            if r.id == row.id and r.id in new:
+                raise
+            if r.id in new:  # a new definition over a view rebuilt before it: it compiles once that one is
+                current = conn.execute(sa.text("SELECT current_schema()")).scalar()
+                tables |= tables_named(wanted[r.id][0], current)
+                continue
+            raise IdivmError(f'cannot {verb}: the definition of {display_name(r.schema_name, r.view_name)} no '
+                             f"longer compiles: {e}") from None
+        tables |= {(t.schema, t.name) for t in base_tables(compiled.plan)}
+    tables -= {(r.schema_name, r.view_name) for r in chain}
+    return chain, wanted, tables
+
+
+def rebuild_locked(conn: Connection, row: sa.Row, chain: list[sa.Row], wanted: Wanted, fill: Fill, verb: str) -> None:
+    """Drop and register again the views of `chain` as `wanted` says, in the caller's transaction
+    (whose base tables it holds against writers)."""
+    inputs = {cid for r in chain for cid in catalog.input_ids(conn, r.id)}
+    grants = {r.id: saved_grants(conn, r.schema_name, r.view_name) for r in chain}
+    for r in reversed(chain):
+        drop_locked(conn, r, keep_capture=True)  # logs and triggers stay: the rebuilt views read them again
+    for r in chain:
+        sql, strategy, mode, minimized = wanted[r.id]
+        try:
+            register_locked(conn, r.schema_name, r.view_name, sql, strategy, minimized, fill)
+        except IdivmError as e:
+            if r.id == row.id:
+                raise
+            raise IdivmError(f'cannot {verb}: {display_name(r.schema_name, r.view_name)} reads it '
+                             f"and would no longer compile: {e}") from None
+        if mode == "immediate":
+            make_immediate_locked(conn, r.schema_name, r.view_name)
+        catalog.copy_policy(conn, r, r.schema_name, r.view_name)
+        restore_grants(conn, r.schema_name, r.view_name, grants[r.id])
+    drop_unread_capture(conn, inputs)  # tables a changed definition no longer reads
+    reinstall_functions(conn, notify_threshold)
+
+
+def query_failed(e: psycopg.Error) -> None:
+    """Raise an error of the view's own query while filling it as one line naming it (else return)."""
+    state = (e.sqlstate or "")[:2]
+    if state == "22":  # data exception while filling the view: its own query failed
+        raise IdivmError(f"PostgreSQL could not evaluate the view's query: {first_line(e)}") from None
+    if state == "42":  # e.g. UNION branches of unmatched types
+        raise IdivmError(f"PostgreSQL rejected the view's query: {first_line(e)}") from None
