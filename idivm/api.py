@@ -30,7 +30,7 @@ from .operate.policy import DEFAULT, Policy, notify_threshold, policy_of
 from .operate.registry import (MODES, drop_locked,
                                make_immediate_locked, register_locked, sync_immediate)
 from .operate.folder import Change, plan_folder, what_differs
-from .operate.install import install_or_upgrade
+from .operate.install import install_or_upgrade, uninstall
 from .operate.rebuild import query_failed, rebuild_locked, rebuild_plan
 from .operate.status import ViewStatus, view_statuses
 from .operate.table_locks import begin_with_writers_locked_out
@@ -84,6 +84,28 @@ class Engine:
         with self.sa.begin() as conn:
             install_or_upgrade(conn)
         self._catalog_ok = False
+
+    def installed(self) -> bool:
+        """Whether idivm's catalog is in this database."""
+        with self.sa.connect() as conn:
+            return catalog_installed(conn)
+
+    def uninstall(self) -> list[str]:
+        """Remove idivm from the database in one transaction (operate/install.py): every maintained
+        view's table, caches and maps, the capture and immediate triggers and logs, the event
+        triggers, the `idivm` schema; base tables are not touched. Returns the dropped views. If
+        something of the user's depends on a view's table, the error names it and nothing changes."""
+        try:
+            with self.sa.begin() as conn:
+                dropped = uninstall(conn)
+        except (sa.exc.DBAPIError, psycopg.Error) as e:
+            cause = getattr(e, "orig", e)
+            if isinstance(cause, psycopg.errors.DependentObjectsStillExist):
+                raise IdivmError(f"cannot uninstall, nothing was changed: {first_line(cause)} "
+                                 f"({first_line(cause.diag.message_detail or '')})") from None
+            raise
+        self._catalog_ok = False
+        return dropped
 
     def _require_catalog(self, conn: Connection) -> None:
         if self._catalog_ok:

@@ -340,6 +340,69 @@ def drop_view(name: str):
 
 
 @app.command()
+def uninstall(yes: bool = typer.Option(False, "--yes", help="do not ask for confirmation")):
+    """Remove idivm from the database: every maintained view's table, the capture triggers and logs on
+    base tables, the event triggers and the idivm schema (base tables are not touched). Asks first,
+    unless --yes; without a terminal to ask on, --yes is required."""
+    idivm = _engine()
+    if not idivm.installed():
+        out.print("idivm is not installed in this database; nothing to do")
+        return
+    views = [s.view for s in idivm.status()]
+    what = f"{len(views)} maintained view(s) ({', '.join(views)})" if views else "no maintained views"
+    if not yes:
+        if not sys.stdin.isatty():
+            raise IdivmError(f"uninstall drops {what} and the idivm schema; run it again with --yes to confirm")
+        if not typer.confirm(f"Drop {what}, their capture and the idivm schema?"):
+            out.print("nothing was changed")
+            raise typer.Exit(1)
+    dropped = idivm.uninstall()
+    for name in dropped:
+        out.print(f"dropped {name}")
+    out.print("idivm is uninstalled from this database (base tables untouched)")
+
+
+server = typer.Typer(no_args_is_help=True, help="The embedded PostgreSQL that idivm runs when no DSN is configured.")
+app.add_typer(server, name="server")
+
+
+@server.command("status")
+def server_status():
+    """Where the embedded cluster lives, whether it runs, and its DSN. Exit status 1 when it does not run."""
+    from .embedded import cluster_status, default_datadir
+
+    state = cluster_status(default_datadir())
+    out.print(f"data directory: {state.datadir}")
+    out.print(f"state: {state.state}")
+    if state.dsn:
+        out.print(f"dsn: {state.dsn}")
+    if not state.state.startswith("running"):
+        raise typer.Exit(1)
+
+
+@server.command("start")
+def server_start():
+    """Create (if needed) and start the embedded cluster."""
+    from .embedded import default_datadir, start_cluster
+
+    dsn = start_cluster(default_datadir(), quiet=True)
+    out.print(f"running; dsn: {dsn}")
+
+
+@server.command("stop")
+def server_stop():
+    """Stop the embedded cluster (fast shutdown: open sessions are disconnected, transactions rolled back)."""
+    from .embedded import cluster_status, default_datadir, stop_cluster
+
+    datadir = default_datadir()
+    if not cluster_status(datadir).state.startswith("running"):
+        out.print(f"the embedded cluster in {datadir} is not running")
+        return
+    stop_cluster(datadir)
+    out.print(f"stopped the embedded cluster in {datadir}")
+
+
+@app.command()
 def demo():
     """The paper's devices/parts example (Figure 1), end to end."""
     from .demo import run_demo

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import pwd
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import IdivmError
@@ -98,6 +100,26 @@ def start_cluster(datadir: Path, quiet: bool = False) -> str:
         if res.returncode != 0:
             raise IdivmError(f"could not start the embedded PostgreSQL in {datadir}: {res.stderr.strip() or res.stdout.strip()}")
     return dsn_for(datadir, owner)
+
+
+@dataclass(frozen=True)
+class ClusterStatus:
+    datadir: Path
+    state: str  # "not created", "stopped" or "running (PID n)"
+    dsn: str | None  # when running
+
+
+def cluster_status(datadir: Path) -> ClusterStatus:
+    """What `idivm server status` prints: whether the cluster exists and runs (pg_ctl status)."""
+    if not (datadir / "PG_VERSION").exists():
+        return ClusterStatus(datadir, "not created", None)
+    res = subprocess.run(_cmd(_run_as(), [str(bindir() / "pg_ctl"), "-D", str(datadir), "status"]),
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        return ClusterStatus(datadir, "stopped", None)
+    pid = re.search(r"PID: (\d+)", res.stdout)
+    owner = _run_as() or pwd.getpwuid(os.geteuid()).pw_name
+    return ClusterStatus(datadir, "running" + (f" (PID {pid.group(1)})" if pid else ""), dsn_for(datadir, owner))
 
 
 def stop_cluster(datadir: Path) -> None:

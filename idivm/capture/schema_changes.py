@@ -146,6 +146,12 @@ def install_event_triggers(conn: Connection) -> bool:
     return True
 
 
+def drop_event_triggers(conn: Connection) -> None:
+    """Remove the event triggers (idivm uninstall; their functions go with the idivm schema)."""
+    for name in TRIGGERS:
+        run(conn, f"DROP EVENT TRIGGER IF EXISTS {name}")
+
+
 def event_triggers_installed(conn: Connection) -> bool:
     return bool(conn.execute(sa.text(
         "SELECT count(*) = :n FROM pg_event_trigger WHERE evtname = ANY(:names) AND evtenabled <> 'D'"

@@ -1,16 +1,20 @@
-"""Installing and upgrading idivm in a database (`idivm init`, and the alembic operations of
-migration_ops.py, which run it inside the user's migration transaction)."""
+"""Installing, upgrading and removing idivm in a database (`idivm init`, the alembic operations of
+migration_ops.py, which run it inside the user's migration transaction, and `idivm uninstall`)."""
 from __future__ import annotations
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..capture.partitions import install_sync_function
-from ..capture.schema_changes import event_triggers_installed, install_event_triggers
+from ..capture import drop_capture
+from ..capture.schema_changes import drop_event_triggers, event_triggers_installed, install_event_triggers
+from ..catalog import repository as catalog
 from ..capture.triggers import reinstall_functions
-from ..catalog.migrate import HEAD, catalog_revision, upgrade_catalog
+from ..catalog.migrate import HEAD, catalog_installed, catalog_revision, upgrade_catalog
+from ..names import display_name
+from .dependencies import dependency_order, edges
 from .policy import notify_threshold
-from .registry import compile_missing_programs, sync_immediate
+from .registry import compile_missing_programs, drop_locked, sync_immediate
 
 INSTALL_LOCK = 7411  # advisory lock class: one installer or upgrader at a time
 
@@ -29,3 +33,25 @@ def install_or_upgrade(conn: Connection) -> None:
         compile_missing_programs(conn)
     if before != HEAD or not event_triggers_installed(conn):
         install_event_triggers(conn)  # needs a superuser; without one schema changes go unnoticed
+
+
+def uninstall(conn: Connection) -> list[str]:
+    """Remove idivm from the database in the caller's transaction: every maintained view (its table,
+    caches and maps; readers first), the capture triggers and logs on base tables, the immediate
+    triggers, the event triggers, and the `idivm` schema. Base tables and their rows are not
+    touched. Returns the dropped views. Fails as a whole (nothing dropped) when something of the
+    user's depends on a view's table, e.g. a PostgreSQL view over it."""
+    conn.execute(sa.text("SELECT pg_advisory_xact_lock(:c)"), {"c": INSTALL_LOCK})
+    dropped: list[str] = []
+    if catalog_installed(conn):
+        drop_event_triggers(conn)  # first: they would look up every table dropped below in the catalog
+        rows = {r.id: r for r in catalog.all_views(conn)}
+        for vid in reversed(dependency_order(sorted(rows), edges(conn))):
+            drop_locked(conn, rows[vid])
+            dropped.append(display_name(rows[vid].schema_name, rows[vid].view_name))
+        for cid in sorted(catalog.captured_ids(conn)):
+            drop_capture(conn, cid)
+    else:
+        drop_event_triggers(conn)
+    conn.execute(sa.text("DROP SCHEMA IF EXISTS idivm CASCADE"))
+    return dropped
