@@ -182,9 +182,7 @@ def test_non_key_and_theta_joins_are_many_to_many():
 
 
 def test_catalog_head_names_the_newest_migration():
-    from pathlib import Path
-
     from idivm.catalog import migrate
 
-    versions = sorted(p.stem.split("_")[0] for p in (Path(migrate.__file__).parent / "migrations" / "versions").glob("0*.py"))
+    versions = sorted(p.stem.split("_")[0] for p in (migrate.MIGRATIONS / "versions").glob("0*.py"))
     assert migrate.HEAD == versions[-1]

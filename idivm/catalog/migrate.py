@@ -7,7 +7,15 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy.engine import Connection
 
-MIGRATIONS = Path(__file__).parent / "migrations"
+def _migrations() -> Path:
+    """The alembic environment: the checkout's top-level migrations/, installed (the wheel, or an
+    editable install's mapping) as the package idivm.catalog.migrations."""
+    from importlib import import_module
+
+    return Path(import_module("idivm.catalog.migrations").__file__).parent
+
+
+MIGRATIONS = _migrations()
 
 
 def upgrade_catalog(conn: Connection) -> None:
