@@ -43,6 +43,7 @@ class VerifyResult:
     ok: bool
     missing: list[tuple] = field(default_factory=list)  # rows the query has and the view lacks
     extra: list[tuple] = field(default_factory=list)  # rows the view has and the query lacks
+    columns: list[str] = field(default_factory=list)  # what the rows' values are
 
     def __bool__(self) -> bool:
         return self.ok
@@ -345,6 +346,7 @@ class Engine:
 
         def compare(conn: Connection) -> None:
             row = catalog.view_by_id(conn, vid)
+            result.columns = list(row.output_columns)
             cols = ", ".join(ident(c) for c in row.output_columns)
             query = parse_one(row.definition).sql("postgres")
             table = qualified(row.schema_name, row.view_name)

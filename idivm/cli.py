@@ -156,6 +156,30 @@ def maintain(names: List[str] = typer.Argument(None, help="views to maintain (de
         raise typer.Exit(EXIT_STALE)
 
 
+SHOWN_ROWS = 20  # per kind; the rest are counted
+
+
+def _sql_literal(value) -> str:
+    """A value as a SQL literal, to paste into a query (`verify` prints differing rows so)."""
+    import decimal
+    import json
+
+    from .sqltext import string_literal
+
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (int, decimal.Decimal)) or (isinstance(value, float) and value == value
+                                                     and abs(value) != float("inf")):
+        return str(value)
+    if isinstance(value, (bytes, memoryview)):
+        return string_literal("\\x" + bytes(value).hex())
+    if isinstance(value, (dict, list)):
+        return string_literal(json.dumps(value))
+    return string_literal(str(value))  # text, dates and times (str gives PostgreSQL's input form), uuid, ...
+
+
 @app.command()
 def verify(name: str):
     """Maintain, then compare the view with its recomputed query; exit 1 on any difference."""
@@ -163,11 +187,15 @@ def verify(name: str):
     if r.ok:
         out.print(f"{r.view}: OK, equal to its query")
         return
-    out.print(f"{r.view}: DIFFERENT: {len(r.missing)} rows missing, {len(r.extra)} extra")
-    for row in r.missing[:20]:
-        out.print(f"  missing: {row}")
-    for row in r.extra[:20]:
-        out.print(f"  extra:   {row}")
+    from .names import counted
+
+    out.print(f"{r.view}: DIFFERENT: {counted(len(r.missing), 'row')} missing, {len(r.extra)} extra; "
+              f"rows as ({', '.join(r.columns)}):", markup=False, highlight=False)
+    for label, rows in (("missing:", r.missing), ("extra:  ", r.extra)):
+        for row in rows[:SHOWN_ROWS]:
+            out.print(f"  {label} ({', '.join(_sql_literal(v) for v in row)})", markup=False, highlight=False)
+        if len(rows) > SHOWN_ROWS:
+            out.print(f"  ... and {len(rows) - SHOWN_ROWS} more {label.strip(': ')}")
     raise typer.Exit(1)
 
 

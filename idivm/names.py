@@ -47,3 +47,8 @@ def display_name(schema: str | None, name: str) -> str:
 
 
 KEYWORDS = frozenset(k for k in Postgres.Tokenizer.KEYWORDS if k.isalpha())
+
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 row`, `2 rows`: a count with its noun in the right number, for messages users read."""
+    return f"{n} {noun if n == 1 else (plural or noun + 's')}"

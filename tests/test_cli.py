@@ -31,12 +31,13 @@ def test_every_command(fresh_db, db, tmp_path):
     assert r.returncode != 0 and f"{tmp_path / 'none.jar'} does not exist" in r.stderr + r.stdout  # the option is used
     assert "Traceback" not in r.stderr
     r = cli(fresh_db, "maintain")
-    assert r.returncode == 0 and "public.cheap: 1 effective changes" in r.stdout
+    assert r.returncode == 0 and "public.cheap: 1 effective change, " in r.stdout
     r = cli(fresh_db, "verify", "cheap")
     assert r.returncode == 0 and "OK" in r.stdout
     db.execute("UPDATE cheap SET double = 0")  # damage the view behind idivm's back
     r = cli(fresh_db, "verify", "cheap")
-    assert r.returncode == 1 and "DIFFERENT: 2 rows missing, 2 extra" in r.stdout
+    assert r.returncode == 1 and "DIFFERENT: 2 rows missing, 2 extra; rows as (" in r.stdout
+    assert "  missing: (" in r.stdout and "  extra:   (" in r.stdout and ", 0)" in r.stdout  # SQL literals
     r = cli(fresh_db, "explain", "cheap")
     assert r.returncode == 0
     for part in ("plan (pass 1: IDs)", "base-table i-diff schemas", "rule DAG", "Δ-script", "UPDATE \"public\".\"cheap\""):
@@ -91,3 +92,17 @@ def test_help_shows_no_flag_types_and_benchmarks_list_their_own_options():
     assert r.returncode == 0 and "--json" in r.stdout and "<bool>" not in r.stdout, r.stdout
     r = run("bench", "devices", "--help")
     assert r.returncode == 0 and "usage: idivm bench devices" in r.stdout and "--scale" in r.stdout, r.stdout + r.stderr
+
+
+def test_verify_prints_differing_rows_as_sql_literals():
+    import datetime
+    import decimal
+
+    from idivm.cli import _sql_literal
+    from idivm.names import counted
+
+    values = (None, True, 3, decimal.Decimal("2.50"), "O'Brien", datetime.date(2026, 1, 2), b"\x01\xff",
+              {"a": 1}, float("nan"))
+    assert [_sql_literal(v) for v in values] == [
+        "NULL", "TRUE", "3", "2.50", "'O''Brien'", "'2026-01-02'", "'\\x01ff'", "'{\"a\": 1}'", "'nan'"]
+    assert (counted(1, "row"), counted(2, "row"), counted(0, "statement")) == ("1 row", "2 rows", "0 statements")

@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection, Engine
 from ...errors import IdivmError, first_line
 from ...catalog import repository as catalog
 from ...introspect.reflect import table_info
-from ...names import display_name
+from ...names import counted, display_name
 from ...sqltext import run_batch
 from .instances import build_instances, forget_instances
 
@@ -58,10 +58,11 @@ class MaintenanceReport:
             return f"{self.view}: FAILED: {self.failed}"
         if self.skipped:
             return f"{self.view}: skipped: {self.skipped}"
-        on = f" on {self.engine} ({self.offloaded} diff sources computed there)" if self.engine != "postgres" else ""
+        on = (f" on {self.engine} ({counted(self.offloaded, 'diff source')} computed there)"
+              if self.engine != "postgres" else "")
         why = f"; {self.chosen}" if self.chosen else ""
-        return (f"{self.view}: {self.changes} effective changes, {self.statements} statements, "
-                f"{self.rows_affected} view rows touched in {self.seconds * 1000:.1f} ms{on}{why}")
+        return (f"{self.view}: {counted(self.changes, 'effective change')}, {counted(self.statements, 'statement')}, "
+                f"{counted(self.rows_affected, 'view row')} touched in {self.seconds * 1000:.1f} ms{on}{why}")
 
 
 class Busy(IdivmError):
