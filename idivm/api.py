@@ -378,15 +378,16 @@ class Engine:
         return [{
             "view": s.view, "strategy": s.strategy, "pending": s.state.pending,
             "last_maintained_at": s.state.last_maintained_at, "last_duration_ms": s.last_duration_ms,
-            "last_changes": s.last_changes,
-        } for s in self.status()]
+            "last_changes": s.last_changes, "storage": s.storage.as_json(),
+        } for s in self.status(storage=True)]
 
-    def status(self, default: Policy = DEFAULT) -> list[ViewStatus]:
+    def status(self, default: Policy = DEFAULT, storage: bool = False) -> list[ViewStatus]:
         """Per view: strategy, mode, policy, pending changes and the oldest one's age, last maintenance,
-        consecutive failures, staleness, and whether the scheduler would maintain it now."""
+        consecutive failures, staleness, and whether the scheduler would maintain it now; with
+        storage, the bytes its table, caches and share of the logs take (`.storage`)."""
         with self.sa.connect() as conn:
             self._require_catalog(conn)
-            return view_statuses(conn, default)
+            return view_statuses(conn, default, storage=storage)
 
     def watches_schema_changes(self) -> bool:
         """Whether the event triggers that mark views stale are installed (init needs a superuser)."""

@@ -212,6 +212,8 @@ def list_views(as_json: bool = typer.Option(False, "--json", help="one JSON obje
     """Registered views with strategy, pending changes and last maintenance."""
     from datetime import datetime, timezone
 
+    from .operate.storage import Storage
+
     rows = _engine().list()
     if as_json:
         import json
@@ -219,13 +221,15 @@ def list_views(as_json: bool = typer.Option(False, "--json", help="one JSON obje
         print(json.dumps(rows, indent=2, default=lambda o: o.isoformat() if hasattr(o, "isoformat") else str(o)))
         return
     now = datetime.now(timezone.utc)
-    t = Table("view", "strategy", "pending changes", "last maintained", "took (ms)", "changes applied")
+    t = Table("view", "strategy", "pending changes", "last maintained", "took (ms)", "changes applied", "storage")
     for r in rows:
         when = r["last_maintained_at"]
+        size = r["storage"]
         t.add_row(r["view"], r["strategy"], str(r["pending"]),
                   _age((now - when).total_seconds()) + " ago" if when else "never",
                   f"{r['last_duration_ms']:.1f}" if r["last_duration_ms"] is not None else "",
-                  str(r["last_changes"] if r["last_changes"] is not None else ""))
+                  str(r["last_changes"] if r["last_changes"] is not None else ""),
+                  str(Storage(size["view_bytes"], size["caches_bytes"], size["log_share_bytes"])))
     out.print(t)
 
 
@@ -234,7 +238,7 @@ def status(as_json: bool = typer.Option(False, "--json", help="one JSON object p
     """Per view: mode, pending changes and the oldest one's age, last maintenance, failures, staleness."""
     from datetime import datetime, timezone
 
-    statuses = _engine().status()
+    statuses = _engine().status(storage=True)
     now = datetime.now(timezone.utc)
     if as_json:
         import json
@@ -242,7 +246,7 @@ def status(as_json: bool = typer.Option(False, "--json", help="one JSON object p
         print(json.dumps([s.as_json(now) for s in statuses], indent=2, default=str))
         return
     t = Table("view", "strategy", "mode", "pending", "oldest pending", "last maintained", "took (ms)",
-              "failures", "stale", "policy", "next")
+              "failures", "stale", "policy", "next", "storage")
     for s in statuses:
         j = s.as_json(now)
         age = j["oldest_pending_age_s"]
@@ -251,7 +255,7 @@ def status(as_json: bool = typer.Option(False, "--json", help="one JSON object p
                   f"{s.last_duration_ms:.1f}" if s.last_duration_ms is not None else "",
                   str(s.state.consecutive_failures) + (f" ({s.last_error})" if s.last_error else ""),
                   f"yes: {s.stale_reason}" if s.state.stale else "no", str(s.policy),
-                  ("due: " if s.decision.due else "") + s.decision.reason)
+                  ("due: " if s.decision.due else "") + s.decision.reason, str(s.storage))
     out.print(t)
     if not _engine().watches_schema_changes():
         out.print("warning: schema changes of base tables are not detected (no event triggers: `idivm init` "

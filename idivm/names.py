@@ -52,3 +52,13 @@ KEYWORDS = frozenset(k for k in Postgres.Tokenizer.KEYWORDS if k.isalpha())
 def counted(n: int, noun: str, plural: str | None = None) -> str:
     """`1 row`, `2 rows`: a count with its noun in the right number, for messages users read."""
     return f"{n} {noun if n == 1 else (plural or noun + 's')}"
+
+
+def size_text(n: int) -> str:
+    """Bytes as PostgreSQL's pg_size_pretty prints them (powers of 1024): 8192 -> "8 kB"."""
+    units = ("bytes", "kB", "MB", "GB", "TB")
+    for unit in units:
+        if abs(n) < 10 * 1024 or unit == units[-1]:
+            return f"{n} {unit}"
+        n = (n + 512) // 1024
+    raise AssertionError("unreachable")

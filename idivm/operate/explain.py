@@ -15,6 +15,7 @@ from ..program.serialize import from_json
 from ..strategies.higher_order.target import STRATEGY as HIGHER_ORDER
 from .engine_choice import engine_summary
 from .registry import compile_program
+from .summary import summary
 
 
 def explain_view(conn: Connection, row: sa.Row, spark_settings=None) -> str:
@@ -28,6 +29,7 @@ def explain_view(conn: Connection, row: sa.Row, spark_settings=None) -> str:
     program = catalog.program_of(conn, row.id)
     parts = [
         f"view {display_name(row.schema_name, row.view_name)}  (strategy: {row.strategy})",
+        summary(conn, row),
         f"definition:\n  {row.definition}",
     ]
     parts += [f"note: {n}" for n in ignored_clauses(row.definition)]

@@ -14,6 +14,7 @@ from sqlalchemy.engine import Connection
 from ..catalog import repository as catalog
 from ..names import display_name
 from .policy import DEFAULT, Decision, Policy, ViewState, decide, policy_of
+from .storage import Storage, log_share, log_sizes, table_bytes
 
 
 @dataclass
@@ -30,6 +31,7 @@ class ViewStatus:
     last_error: str | None
     stale_reason: str | None
     inputs: list[str]  # schema.table of the base tables it reads
+    storage: Storage | None = None  # view_statuses(storage=True)
 
     def as_json(self, now: datetime) -> dict:
         s = self.state
@@ -45,6 +47,7 @@ class ViewStatus:
                        "max_staleness_s": self.policy.max_staleness, "engine": self.policy.engine},
             "due": self.decision.due, "due_reason": self.decision.reason,
             "inputs": self.inputs,
+            **({"storage": self.storage.as_json()} if self.storage is not None else {}),
         }
 
 
@@ -54,17 +57,23 @@ def now_utc(conn: Connection) -> datetime:
 
 
 def view_statuses(conn: Connection, default: Policy = DEFAULT, now: datetime | None = None,
-                  view_ids: list[int] | None = None) -> list[ViewStatus]:
+                  view_ids: list[int] | None = None, storage: bool = False) -> list[ViewStatus]:
+    """Every view's status (those of view_ids only, if given); with storage, the bytes it uses too
+    (operate/storage.py: sizes of its tables and a count of its logs, so not on the scheduler's path)."""
     rows = catalog.all_views(conn, order="name")
     inputs = catalog.all_inputs(conn)
     now = now or now_utc(conn)
+    sizes = table_bytes(conn) if storage else {}
+    log_bytes = log_sizes(conn, {i.log_table for i in inputs}) if storage else {}
     out = []
     for r in rows:
         if view_ids is not None and r.id not in view_ids:
             continue
         logs = [i for i in inputs if i.view_id == r.id]
         # an immediate view consumes no log: its changes were applied by the writers themselves
-        pending, oldest = _pending(conn, r.id, r.last_snapshot, [i.log_table for i in logs]) if r.mode == "deferred" else (0, None)
+        by_log = _pending(conn, r.id, r.last_snapshot, [i.log_table for i in logs]) if r.mode == "deferred" else {}
+        pending = sum(n for n, _ in by_log.values())
+        oldest = min((t for _, t in by_log.values() if t is not None), default=None)
         state = ViewState(pending=pending, oldest_pending_at=oldest, last_maintained_at=r.last_maintained_at,
                           last_attempt_at=r.last_attempt_at, consecutive_failures=r.consecutive_failures,
                           stale=r.stale_reason is not None)
@@ -73,16 +82,17 @@ def view_statuses(conn: Connection, default: Policy = DEFAULT, now: datetime | N
             id=r.id, view=display_name(r.schema_name, r.view_name), strategy=r.strategy, mode=r.mode, policy=policy,
             state=state, decision=decide(state, policy, now), last_duration_ms=r.last_duration_ms,
             last_changes=r.last_changes, last_error=r.last_error, stale_reason=r.stale_reason,
-            inputs=[display_name(i.schema_name, i.table_name) for i in logs]))
+            inputs=[display_name(i.schema_name, i.table_name) for i in logs],
+            storage=Storage(*sizes.get(r.id, (0, 0)), log_share({k: n for k, (n, _) in by_log.items()}, log_bytes))
+            if storage else None))
     return out
 
 
-def _pending(conn: Connection, view_id: int, snapshot: str, logs: list[str]) -> tuple[int, datetime | None]:
-    """Committed log rows not yet consumed by the view, and the oldest one's time: one statement."""
+def _pending(conn: Connection, view_id: int, snapshot: str, logs: list[str]) -> dict[str, tuple[int, datetime | None]]:
+    """Per log: committed rows not yet consumed by the view, and the oldest one's time (one statement)."""
     if not logs:
-        return 0, None
-    parts = [f"SELECT count(*) AS n, min(l.logged_at) AS oldest FROM {log} AS l "
-             f"WHERE {catalog.unconsumed('l', view_id, snapshot)}" for log in logs]
-    row = conn.exec_driver_sql(
-        "SELECT coalesce(sum(n), 0), min(oldest) FROM (" + " UNION ALL ".join(parts) + ") AS p").one()
-    return int(row[0]), row[1].astimezone(timezone.utc) if row[1] else None
+        return {}
+    parts = [f"SELECT {k} AS log, count(*) AS n, min(l.logged_at) AS oldest FROM {log} AS l "
+             f"WHERE {catalog.unconsumed('l', view_id, snapshot)}" for k, log in enumerate(logs)]
+    rows = conn.exec_driver_sql(" UNION ALL ".join(parts)).all()
+    return {logs[r[0]]: (int(r[1]), r[2].astimezone(timezone.utc) if r[2] else None) for r in rows}

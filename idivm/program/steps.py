@@ -20,11 +20,11 @@ table's batch after another (its increments computed from the maps as they are, 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from sqlglot import exp
 
-from .relations import VIEW, relation_of
+from .relations import VIEW, Relation, relation_of
 
 PHASES = {-1: "setup", 0: "delete", 1: "update", 2: "insert", 3: "aggregate", 4: "aggregate: insert",
           5: "maps", 6: "view from maps"}
@@ -109,6 +109,28 @@ class AddToMap(Step):
     value: str
     source: exp.Query
     nullable: list[str] = field(default_factory=list)
+
+
+def relations_read(step: Step) -> list[Relation]:
+    """The relations a step reads (every table its trees name, but not the table it writes), in
+    the order they appear: what `explain` summarizes as the joins a change goes through."""
+    out: list[Relation] = []
+    for f in fields(step):
+        if f.name == "target":
+            continue
+        values = getattr(step, f.name)
+        for value in values if isinstance(values, list) else [values]:
+            if isinstance(value, Record):
+                value = value.body
+            if isinstance(value, tuple):  # an assignment (column, value)
+                value = value[1]
+            if not isinstance(value, exp.Expression):
+                continue
+            for node in value.find_all(exp.Table):
+                rel = relation_of(node)
+                if rel is not None and rel not in out:
+                    out.append(rel)
+    return out
 
 
 def written_tables(program: "Program") -> list[tuple[str, str]]:

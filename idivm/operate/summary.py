@@ -1,0 +1,155 @@
+"""The summary at the top of `idivm explain`: what a user wants to know first, in plain words.
+
+Which strategy maintains the view and why; for a grouped view, which aggregation rule (the
+specialized SUM/COUNT/AVG rules of Tables 9, 11 and 12, or the general rule of Table 7, and what
+rules the specialized ones out); the storage it takes (its table, caches and maps with their rows
+and sizes, the logs it reads and how much of each it has not consumed); and for each base table,
+which of its changes reach the view without a join and which are joined with which tables (the
+joins are what a change costs). The detailed plan, rule DAG and Δ-script follow it.
+"""
+from __future__ import annotations
+
+import re
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlglot import exp
+
+from ..algebra.plan import Aggregate, Project
+from ..catalog import repository as catalog
+from ..errors import IdivmError
+from ..frontend.build_plan import compile_view_sql
+from ..introspect.provider import PostgresSchema
+from ..names import counted, display_name, size_text
+from ..program.relations import BASE
+from ..program.serialize import from_json
+from ..program.steps import Program, relations_read
+from ..sqltext import qualified
+from ..strategies.choose import choose_strategy
+from ..strategies.higher_order.target import STRATEGY as HIGHER_ORDER
+from .storage import log_sizes
+
+_KIND = re.compile(r"Δ([+\-u])_")
+_KIND_WORDS = {"+": "inserts", "-": "deletes", "u": "updates"}
+
+
+def summary(conn: Connection, row: sa.Row) -> str:
+    try:
+        plan = compile_view_sql(PostgresSchema(conn), row.definition).plan
+    except IdivmError:
+        plan = None  # stale: the definition no longer compiles; the rest is still known
+    program_json = catalog.program_of(conn, row.id)
+    program = from_json(program_json) if program_json is not None else None
+    lines = [("strategy", _strategy(conn, row, plan)), ("mode", _mode(row))]
+    if row.strategy == HIGHER_ORDER:
+        lines.append(("maps", "DBToaster's viewlet transform: every aggregate and nested count is a map that each "
+                              "change adds its delta to; the view is read from the maps"))
+    elif isinstance(plan, Aggregate) and program is not None:
+        lines.append(("aggregates", _aggregates(plan, program)))
+    lines += [("storage", s) for s in _storage(conn, row)]
+    if program is not None:
+        lines += [("changes", s) for s in _changes(conn, program)]
+    width = max(len(k) for k, _ in lines)
+    shown = [(k if i == 0 or lines[i - 1][0] != k else "", v) for i, (k, v) in enumerate(lines)]
+    return "summary:\n" + "\n".join(f"  {k.ljust(width)}  {v}" for k, v in shown)
+
+
+def _strategy(conn: Connection, row: sa.Row, plan) -> str:
+    chosen = [d for d in catalog.derivations(conn, row.id) if d.startswith("strategy auto:")]
+    if chosen:
+        return f"{row.strategy}, chosen by --strategy auto: {chosen[0].split(', because ', 1)[-1]}"
+    if plan is None:
+        return f"{row.strategy}, as registered"
+    auto, why = choose_strategy(plan)
+    same = "would choose it too" if auto == row.strategy else f"would choose {auto}"
+    return f"{row.strategy}, as registered (--strategy auto {same}: {why})"
+
+
+def _mode(row: sa.Row) -> str:
+    if row.mode == "immediate":
+        return "immediate: every writing statement maintains the view before it returns"
+    engine = row.policy_engine or "the default engine (IDIVM_ENGINE, else postgres)"
+    return f"deferred: `idivm maintain` or the scheduler applies the logged changes, on {engine}"
+
+
+def _aggregates(plan: Aggregate, program: Program) -> str:
+    if any(d.startswith("γ (specialized") for d in program.derivations):
+        return ("specialized SUM/COUNT/AVG rules (Tables 9, 11, 12): each change adds to or subtracts from its "
+                "group's totals; groups are not re-read")
+    return ("general rule (Table 7): each change marks its groups, which are recomputed from "
+            + ("the base tables" if plan.no_cache else "the intermediate cache") + f", because {_why_general(plan)}")
+
+
+def _why_general(plan: Aggregate) -> str:
+    if plan.no_cache:
+        return f"there is no intermediate cache ({plan.no_cache})"
+    if plan.having is not None:
+        return "HAVING needs the totals of groups that are not in the view"
+    others = sorted({type(a).__name__.upper() for _, e in plan.outputs for a in e.find_all(exp.AggFunc)
+                     if not isinstance(a, (exp.Count, exp.Sum, exp.Avg))})
+    if others:
+        return f"{', '.join(others)} needs each group's rows"
+    if not isinstance(plan.cache, Project):
+        return "its input is a union (outer joins or UNION branches)"
+    if plan.sum_count_args() is None:
+        return "an aggregate has DISTINCT or an expression over the cache"
+    return "a summed argument is not an exact number (float or double precision)"
+
+
+def _storage(conn: Connection, row: sa.Row) -> list[str]:
+    tables = [(row.schema_name, row.view_name)] + [("idivm", r[0]) for r in conn.execute(sa.text(
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = 'idivm' AND c.relkind IN ('r', 'p') "
+        "AND (c.relname = :cache OR c.relname LIKE :maps) ORDER BY 1"),
+        {"cache": f"cache_{row.id}", "maps": f"map\\_{row.id}\\_%"}).all()]
+    out = []
+    for schema, name in tables:
+        table = qualified(schema, name)
+        size = conn.execute(sa.text("SELECT pg_total_relation_size(to_regclass(:t))"), {"t": table}).scalar()
+        if size is None:
+            continue
+        rows = conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar()
+        what = "view" if (schema, name) == (row.schema_name, row.view_name) else (
+            "cache" if name.startswith("cache_") else "map")
+        out.append(f"{what} {display_name(schema, name)}: {counted(rows, 'row')}, {size_text(size)}")
+    inputs = [i for i in catalog.all_inputs(conn) if i.view_id == row.id]
+    sizes = log_sizes(conn, {i.log_table for i in inputs})
+    for i in inputs:
+        if i.log_table not in sizes:
+            out.append(f"log of {display_name(i.schema_name, i.table_name)}: none (only immediate views read it)")
+            continue
+        size, rows = sizes[i.log_table]
+        waiting = 0 if row.mode == "immediate" else conn.exec_driver_sql(
+            f"SELECT count(*) FROM {i.log_table} AS l WHERE {catalog.unconsumed('l', row.id, row.last_snapshot)}").scalar()
+        out.append(f"log of {display_name(i.schema_name, i.table_name)}: {counted(rows, 'row')}, {size_text(size)}; "
+                   f"{waiting} not yet consumed by this view")
+    return out
+
+
+def _changes(conn: Connection, program: Program) -> list[str]:
+    """Per base table: the change kinds whose steps read no other base table, and the tables the
+    others join."""
+    by_table: dict[int, dict[str, set[str]]] = {}
+    for step in program.steps:
+        if step.driven_by is None:
+            continue
+        found = _KIND.search(step.purpose)
+        kind = _KIND_WORDS[found.group(1)] if found else "changes"
+        joined = {r.label() for r in relations_read(step) if r.kind == BASE}
+        by_table.setdefault(step.driven_by, {}).setdefault(kind, set()).update(joined)
+    out = []
+    for cid, kinds in sorted(by_table.items()):
+        t = catalog.captured_table(conn, cid)
+        table = display_name(t.schema_name, t.table_name)
+        own = f"{t.schema_name}.{t.table_name}"
+        direct = [k for k, joined in kinds.items() if not joined - {own}]
+        joins = [f"{k} join {', '.join(sorted(joined - {own}))}" for k, joined in kinds.items() if joined - {own}]
+        parts = ([f"{_words(direct)} reach the view without a join"] if direct else []) + joins
+        out.append(f"{table}: {'; '.join(parts)}")
+    return out
+
+
+
+def _words(items: list[str]) -> str:
+    """`a`, `a and b`, `a, b and c`."""
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]

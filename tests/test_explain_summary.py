@@ -1,0 +1,48 @@
+"""`explain` starts with a summary in plain words, and `status` / `list` show the storage each view
+uses (issue 18 item 5)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def _summary(engine, name):
+    return engine.explain(name).split("\n\n")[1]
+
+
+def test_explain_summary_says_strategy_rule_storage_and_joins(engine, db):
+    db.execute("CREATE TABLE parts (pid int PRIMARY KEY, sid int NOT NULL, price int NOT NULL)")
+    db.execute("CREATE TABLE sup (sid int PRIMARY KEY, name text NOT NULL)")
+    db.execute("INSERT INTO sup SELECT g, 's' || g FROM generate_series(0, 4) g")
+    db.execute("INSERT INTO parts SELECT g, g % 5, g FROM generate_series(1, 50) g")
+    engine.register_view("top", "SELECT sid, max(price) AS m FROM parts GROUP BY sid")
+    engine.register_view("totals", "SELECT sid, count(*) AS n, sum(price) AS t FROM parts GROUP BY sid", strategy="auto")
+    engine.register_view("named", "SELECT p.pid, s.name FROM parts p JOIN sup s ON s.sid = p.sid")
+    top = _summary(engine, "top")
+    assert top.startswith("summary:")
+    assert "general rule (Table 7)" in top and "because MAX needs each group's rows" in top
+    assert "view public.top: 5 rows" in top and "cache idivm.cache_" in top and "50 rows" in top
+    totals = _summary(engine, "totals")
+    assert "chosen by --strategy auto" in totals and "specialized SUM/COUNT/AVG rules" in totals
+    named = _summary(engine, "named")
+    assert "public.parts: deletes reach the view without a join; inserts join public.sup" in named
+    assert "--strategy auto would choose it too" in named
+    db.execute("INSERT INTO parts SELECT g, g % 5, g FROM generate_series(51, 90) g")
+    assert "log of public.parts: 40 rows" in _summary(engine, "named") and "40 not yet consumed" in _summary(engine, "named")
+    # status and list: the bytes of the view, its caches, and its share of the logs
+    before = {s.view: s.storage for s in engine.status(storage=True)}
+    assert before["public.top"].aux_bytes > 0 and before["public.named"].aux_bytes == 0
+    assert all(s.log_bytes > 0 for s in before.values())  # 40 changes wait for each view
+    engine.maintain("named")
+    after = {s.view: s.storage for s in engine.status(storage=True)}
+    assert after["public.named"].log_bytes == 0 and after["public.top"].log_bytes > 0  # the rest wait for top
+    assert [s.storage for s in engine.status()] == [None, None, None]  # not computed unless asked (the scheduler's path)
+    listed = subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", engine.dsn, "list", "--json"],
+                            capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    rows = {r["view"]: r for r in json.loads(listed.stdout)}
+    assert rows["public.top"]["storage"]["caches_bytes"] > 0
+    table = subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", engine.dsn, "status"],
+                           capture_output=True, text=True, timeout=120)
+    assert table.returncode == 0 and "kB view + " in table.stdout
