@@ -469,6 +469,7 @@ BENCHMARKS = {  # `idivm bench NAME` runs idivm.bench.NAME.main with the argumen
     "peers": "idivm vs pg_ivm, REFRESH MATERIALIZED VIEW and a hand-written floor, per batch of changes",
     "profile": "One maintenance of V or V', statement by statement: where its time goes",
     "log-size": "A busy view's maintenance while an idle view over the same table keeps log rows",
+    "reads": "Reading a maintained view through the relation under its name vs its storage table",
 }
 
 

@@ -1,8 +1,9 @@
-"""`idivm demo`: the paper's running example (Figure 1) on the configured database.
+"""`idivm demo`: the paper's running example (Figure 1) on the configured database, in plain words.
 
 Creates devices/parts/devices_parts in a schema of its own (``idivm_demo``,
-recreated each run), registers V (Figure 1b), changes prices, categories and
-links, maintains, and shows the view before and after with a verify.
+recreated each run), registers the view of every part a phone uses, makes six
+writes, maintains, and shows what each write changed in the view and why, then
+verifies the view against its query.
 """
 from __future__ import annotations
 
@@ -15,13 +16,39 @@ SQL = ("SELECT did, pid, price FROM idivm_demo.parts NATURAL JOIN idivm_demo.dev
        "NATURAL JOIN idivm_demo.devices WHERE category = 'phone'")
 
 
-def _show(engine, out: Console, title: str) -> None:
+WRITES = [  # each write, and what it does to the view, in plain words
+    ("UPDATE idivm_demo.parts SET price = 11 WHERE pid = 'P1'",
+     "P1 now costs 11: its rows in the view get the new price in place, found by their IDs, without "
+     "joining the other tables"),
+    ("UPDATE idivm_demo.devices SET category = 'phone' WHERE did = 'D3'",
+     "D3 becomes a phone: its part P3 enters the view"),
+    ("UPDATE idivm_demo.devices SET category = 'tablet' WHERE did = 'D2'",
+     "D2 is no longer a phone: its row leaves the view"),
+    ("INSERT INTO idivm_demo.parts VALUES ('P4', 40)",
+     "a new part P4: no phone uses it yet, so the view does not change"),
+    ("INSERT INTO idivm_demo.devices_parts VALUES ('D1', 'P4')",
+     "phone D1 now uses P4: a new row"),
+    ("DELETE FROM idivm_demo.devices_parts WHERE did = 'D1' AND pid = 'P2'",
+     "D1 no longer uses P2: its row leaves the view"),
+]
+
+
+def _rows(engine) -> dict:
     with engine.sa.connect() as conn:
-        rows = conn.execute(sa.text("SELECT did, pid, price FROM idivm_demo.phone_parts ORDER BY did, pid")).all()
-    t = Table("did", "pid", "price", title=title)
-    for r in rows:
-        t.add_row(*(str(x) for x in r))
+        return {(r.did, r.pid): r.price for r in conn.execute(
+            sa.text("SELECT did, pid, price FROM idivm_demo.phone_parts ORDER BY did, pid")).all()}
+
+
+def _show(out: Console, rows: dict, title: str) -> None:
+    out.print(title)
+    t = Table("device", "part", "price")
+    for (did, pid), price in sorted(rows.items()):
+        t.add_row(did, pid, str(price))
     out.print(t)
+
+
+def _section(out: Console, title: str) -> None:
+    out.print(f"\n[bold]{title}[/bold]")
 
 
 def run_demo(engine, out: Console) -> None:
@@ -45,27 +72,38 @@ def run_demo(engine, out: Console) -> None:
             "INSERT INTO idivm_demo.devices_parts VALUES ('D1', 'P1'), ('D2', 'P1'), ('D1', 'P2'), ('D3', 'P3')",
         ]:
             conn.execute(sa.text(stmt))
-    out.print(f"\nregister-view {VIEW} --sql \"{SQL}\"")
+    _section(out, "1. The tables")
+    out.print("Schema idivm_demo: devices (D1 and D2 are phones, D3 a tablet), parts P1-P3 with their prices, "
+              "and devices_parts, which parts each device uses.")
+    _section(out, "2. The view: every part used by a phone, with its price")
+    out.print(f"idivm register-view {VIEW} --sql \"{SQL}\"", markup=False, highlight=False)
     engine.register_view(VIEW, SQL)
-    _show(engine, out, "V after registration (Figure 2)")
-    out.print("\nExplain, the Δ-script for a price update (Example 1.2: no base-table join):")
-    script = engine.explain(VIEW)
-    for block in script.split("-- ["):
-        if "non-conditional" in block and "UPDATE" in block:
-            out.print("-- [" + block.strip(), markup=False, highlight=False)
+    before = _rows(engine)
+    _show(out, before, "phone_parts, as registered")
+    _section(out, "3. The application writes to the tables")
+    out.print("idivm's triggers log each change; the view is not touched yet.")
     with engine.sa.begin() as conn:
-        for stmt in [
-            "UPDATE idivm_demo.parts SET price = 11 WHERE pid = 'P1'",
-            "UPDATE idivm_demo.devices SET category = 'phone' WHERE did = 'D3'",
-            "UPDATE idivm_demo.devices SET category = 'tablet' WHERE did = 'D2'",
-            "INSERT INTO idivm_demo.parts VALUES ('P4', 40)",
-            "INSERT INTO idivm_demo.devices_parts VALUES ('D1', 'P4')",
-            "DELETE FROM idivm_demo.devices_parts WHERE did = 'D1' AND pid = 'P2'",
-        ]:
-            out.print(f"  {stmt}")
+        for stmt, _ in WRITES:
+            out.print(f"  {stmt}", markup=False, highlight=False)
             conn.execute(sa.text(stmt))
-    out.print(f"\npending changes: {[r['pending'] for r in engine.list() if r['view'] == VIEW][0]}")
-    out.print(f"maintain: {engine.maintain(VIEW)}")
-    _show(engine, out, "V after maintenance")
+    pending = [r["pending"] for r in engine.list() if r["view"] == VIEW][0]
+    out.print(f"{pending} changes wait for the view.")
+    _section(out, "4. idivm maintain applies them")
+    out.print(str(engine.maintain(VIEW)), markup=False, highlight=False)
+    after = _rows(engine)
+    _show(out, after, "phone_parts, after maintenance")
+    _section(out, "5. What changed in the view, and why")
+    for stmt, why in WRITES:
+        out.print(f"  {stmt}\n      -> {why}", markup=False, highlight=False)
+    out.print("In the view:")
+    for key in sorted(set(before) | set(after)):
+        if key not in after:
+            out.print(f"  - removed {key[0]}, {key[1]}")
+        elif key not in before:
+            out.print(f"  + added   {key[0]}, {key[1]} ({after[key]})")
+        elif before[key] != after[key]:
+            out.print(f"  ~ changed {key[0]}, {key[1]}: price {before[key]} -> {after[key]}")
+    _section(out, "6. Check: the view equals its query, recomputed")
     r = engine.verify(VIEW)
     out.print(f"verify: {'OK, equal to its query' if r.ok else 'DIFFERENT'}")
+    out.print("\nNext: `idivm explain idivm_demo.phone_parts` shows how each kind of change is applied.")

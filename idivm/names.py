@@ -62,3 +62,14 @@ def size_text(n: int) -> str:
             return f"{n} {unit}"
         n = (n + 512) // 1024
     raise AssertionError("unreachable")
+
+
+STORAGE_SCHEMA = "idivm"
+
+
+def storage_table(view_id: int) -> tuple[str, str]:
+    """(schema, name) of the table that stores a maintained view: the ID columns that maintenance
+    matches rows by, beside the output columns, kept in idivm's schema. Applications read the view
+    under its own name, a PostgreSQL view of exactly the output columns that refuses writes
+    (operate/facade.py)."""
+    return STORAGE_SCHEMA, f"view_{int(view_id)}"

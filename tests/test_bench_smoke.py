@@ -144,3 +144,15 @@ def test_peers_benchmark_measures_the_methods_asked_for(server_dsn, tmp_path):
     data = json.loads(out.read_text())
     assert set(data["results"][0]["methods"]) == {"idivm id", "idivm id immediate", "no view"}
     assert main(["--dsn", server_dsn, "--methods", "idivm nothing", "--out", str(out)]) == 2
+
+
+def test_reads_benchmark_compares_the_view_with_its_storage(server_dsn, tmp_path):
+    from idivm.bench.reads import main
+
+    out = tmp_path / "reads.json"
+    assert main(["--dsn", server_dsn, "--rows", "2000", "--rounds", "2", "--lookups", "20", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["view_equals_recomputation"] is True
+    assert set(data["results"]) == {"storage table", "view"}
+    assert "big_orders_by_id" in data["plans"]["view"]  # the lookup through the view uses the storage's index
+    assert (tmp_path / "reads.png").stat().st_size > 0

@@ -34,13 +34,14 @@ def test_every_command(fresh_db, db, tmp_path):
     assert r.returncode == 0 and "public.cheap: 1 effective change, " in r.stdout
     r = cli(fresh_db, "verify", "cheap")
     assert r.returncode == 0 and "OK" in r.stdout
-    db.execute("UPDATE cheap SET double = 0")  # damage the view behind idivm's back
+    storage = db.execute("SELECT 'idivm.view_' || id FROM idivm.views").fetchone()[0]
+    db.execute(f"UPDATE {storage} SET double = 0")  # damage the view's storage behind idivm's back
     r = cli(fresh_db, "verify", "cheap")
     assert r.returncode == 1 and "DIFFERENT: 2 rows missing, 2 extra; rows as (" in r.stdout
     assert "  missing: (" in r.stdout and "  extra:   (" in r.stdout and ", 0)" in r.stdout  # SQL literals
     r = cli(fresh_db, "explain", "cheap")
     assert r.returncode == 0
-    for part in ("plan (pass 1: IDs)", "base-table i-diff schemas", "rule DAG", "Δ-script", "UPDATE \"public\".\"cheap\""):
+    for part in ("plan (pass 1: IDs)", "base-table i-diff schemas", "rule DAG", "Δ-script", f"UPDATE \"idivm\".\"{storage.split('.')[1]}\""):
         assert part in r.stdout
     r = cli(fresh_db, "drop-view", "cheap")
     assert r.returncode == 0
@@ -51,6 +52,11 @@ def test_demo(fresh_db):
     r = cli(fresh_db, "demo")
     assert r.returncode == 0, r.stderr
     assert "verify: OK, equal to its query" in r.stdout
+    sections = ["1. The tables", "2. The view", "3. The application writes", "4. idivm maintain applies them",
+                "5. What changed in the view, and why", "6. Check"]
+    assert [r.stdout.index(s) for s in sections] == sorted(r.stdout.index(s) for s in sections)
+    assert "Figure" not in r.stdout and "Example 1" not in r.stdout  # plain words, not the paper's numbering
+    assert "+ added   D3, P3" in r.stdout and "- removed D2, P1" in r.stdout
     assert cli(fresh_db, "demo").returncode == 0  # re-runnable
 
 

@@ -28,7 +28,7 @@ def footprint(db) -> tuple:
         db.execute("SELECT count(*) FROM idivm.captured_tables").fetchone()[0],
         sorted(r[0] for r in db.execute(
             "SELECT relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "WHERE nspname IN ('idivm', 'public') AND relkind = 'r'").fetchall()),
+            "WHERE nspname IN ('idivm', 'public') AND relkind IN ('r', 'v')").fetchall()),
         db.execute("SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'idivm%'").fetchone()[0],
         db.execute("SELECT count(*) FROM pg_proc WHERE proname LIKE 'capture_%'").fetchone()[0],
     )

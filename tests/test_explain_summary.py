@@ -22,7 +22,7 @@ def test_explain_summary_says_strategy_rule_storage_and_joins(engine, db):
     top = _summary(engine, "top")
     assert top.startswith("summary:")
     assert "general rule (Table 7)" in top and "because MAX needs each group's rows" in top
-    assert "view public.top: 5 rows" in top and "cache idivm.cache_" in top and "50 rows" in top
+    assert "view public.top, stored in idivm.view_1: 5 rows" in top and "cache idivm.cache_1: 50 rows" in top
     totals = _summary(engine, "totals")
     assert "chosen by --strategy auto" in totals and "specialized SUM/COUNT/AVG rules" in totals
     named = _summary(engine, "named")

@@ -94,7 +94,7 @@ def test_two_views_share_one_log_and_drop_keeps_what_others_need(engine, db):
     engine.drop_view("v1")
     left = db.execute("SELECT schema_name, table_name FROM idivm.captured_tables").fetchall()
     assert left == [("public", "parts")]
-    assert db.execute("SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'idivm%'").fetchone()[0] == 4
+    assert db.execute("SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'idivm%' AND tgrelid = 'parts'::regclass").fetchone()[0] == 4
     assert db.execute("SELECT to_regclass('public.v1')").fetchone()[0] is None
     engine.drop_view("v2")
     assert db.execute("SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'idivm%'").fetchone()[0] == 0

@@ -80,7 +80,8 @@ def test_policy_errors_name_the_problem(engine, parts, fresh_db):
 def test_failures_are_counted_and_backed_off(engine, parts, fresh_db):
     engine.register_view("v", SQL)
     parts.execute("UPDATE parts SET price = price + 1 WHERE pid = 1")
-    parts.execute("ALTER TABLE v ADD CONSTRAINT small CHECK (twice < 30)")
+    storage = parts.execute("SELECT 'idivm.view_' || id FROM idivm.views WHERE view_name = 'v'").fetchone()[0]
+    parts.execute(f"ALTER TABLE {storage} ADD CONSTRAINT small CHECK (twice < 30)")  # on the view's storage
     parts.execute("UPDATE parts SET price = 20 WHERE pid = 2")  # its view row breaks the constraint
     out = io.StringIO()
     assert Worker(engine, once=True, out=out).run() == 1
@@ -89,7 +90,7 @@ def test_failures_are_counted_and_backed_off(engine, parts, fresh_db):
     s = _status(fresh_db)["public.v"]
     assert s["consecutive_failures"] == 1 and "small" in s["last_error"] and not s["due"]
     assert "backing off after 1 failures" in s["due_reason"] and s["pending_changes"] == 2  # nothing consumed
-    parts.execute("ALTER TABLE v DROP CONSTRAINT small")
+    parts.execute(f"ALTER TABLE {storage} DROP CONSTRAINT small")
     engine.maintain("v")
     s = _status(fresh_db)["public.v"]
     assert s["consecutive_failures"] == 0 and s["last_error"] is None

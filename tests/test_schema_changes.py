@@ -48,7 +48,7 @@ def test_harmless_ddl_leaves_views_alone(engine, tables):
     ("ALTER TABLE suppliers RENAME TO vendors", "base table public.suppliers was renamed to public.vendors"),
     ("ALTER TABLE parts DROP CONSTRAINT parts_pkey", "the primary key of base table public.parts changed"),
     ("DROP TABLE suppliers", "base table public.suppliers was dropped"),
-    ("DROP TABLE v", "its table public.v was dropped"),
+    ("DROP VIEW v", "its view public.v was dropped"),
 ])
 def test_changes_to_what_a_view_uses_make_it_stale(engine, tables, ddl, reason):
     engine.register_view("v", SQL)

@@ -79,16 +79,17 @@ ON_DROP = r"""
 DECLARE
   obj record;
 BEGIN
-  FOR obj IN SELECT schema_name, object_name FROM pg_event_trigger_dropped_objects()
-             WHERE object_type = 'table' AND NOT is_temporary LOOP
+  FOR obj IN SELECT schema_name, object_name, object_type FROM pg_event_trigger_dropped_objects()
+             WHERE object_type IN ('table', 'view') AND NOT is_temporary LOOP
     UPDATE idivm.views AS v
     SET stale_reason = format('base table %s.%s was dropped', obj.schema_name, obj.object_name)
     WHERE v.stale_reason IS NULL AND v.id IN (
       SELECT vi.view_id FROM idivm.view_inputs vi JOIN idivm.captured_tables c ON c.id = vi.captured_table_id
       WHERE c.schema_name = obj.schema_name AND c.table_name = obj.object_name);
     UPDATE idivm.views AS v
-    SET stale_reason = format('its table %s.%s was dropped', obj.schema_name, obj.object_name)
-    WHERE v.stale_reason IS NULL AND v.schema_name = obj.schema_name AND v.view_name = obj.object_name;
+    SET stale_reason = format('its %s %s.%s was dropped', obj.object_type, obj.schema_name, obj.object_name)
+    WHERE v.stale_reason IS NULL AND ((v.schema_name = obj.schema_name AND v.view_name = obj.object_name)
+                                      OR (obj.schema_name = 'idivm' AND obj.object_name = 'view_' || v.id));
   END LOOP;
   FOR obj IN SELECT d.schema_name, d.object_name, x.captured_id, c.schema_name AS root_schema, c.table_name AS root
              FROM pg_event_trigger_dropped_objects() AS d
@@ -125,7 +126,8 @@ END
 
 TRIGGERS = {  # event trigger -> (event, tags, function, body)
     "idivm_on_alter": ("ddl_command_end", ("ALTER TABLE",), "idivm.on_alter_table", ON_ALTER),
-    "idivm_on_drop": ("sql_drop", ("DROP TABLE", "DROP SCHEMA", "DROP OWNED"), "idivm.on_drop_table", ON_DROP),
+    "idivm_on_drop": ("sql_drop", ("DROP TABLE", "DROP VIEW", "DROP SCHEMA", "DROP OWNED"), "idivm.on_drop_table",
+                      ON_DROP),
     # partitions created, attached or detached: capture follows them (not a WARNING on failure: a
     # partition left without capture would lose changes, so the DDL fails instead)
     "idivm_on_partitions": ("ddl_command_end", ("CREATE TABLE", "ALTER TABLE"), "idivm.on_partitions", ON_PARTITIONS),

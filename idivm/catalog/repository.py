@@ -267,12 +267,17 @@ def prune_logs(conn: Connection, logs: list[tuple[int, str]], asynchronous: bool
 # -- views over views -------------------------------------------------------------------------
 
 
+def mark_stale(conn: Connection, view_id: int, reason: str) -> None:
+    conn.execute(sa.text("UPDATE idivm.views SET stale_reason = :r WHERE id = :v AND stale_reason IS NULL"),
+                 {"r": reason, "v": view_id})
+
+
 def reads_edges(conn: Connection) -> list[sa.Row]:
     """(view_id, reads): a view and a maintained view whose table it reads."""
     return conn.execute(sa.text(
         "SELECT vi.view_id, lower.id AS reads FROM idivm.view_inputs vi "
         "JOIN idivm.captured_tables c ON c.id = vi.captured_table_id "
-        "JOIN idivm.views lower ON lower.schema_name = c.schema_name AND lower.view_name = c.table_name"
+        "JOIN idivm.views lower ON c.schema_name = 'idivm' AND c.table_name = 'view_' || lower.id"  # names.storage_table
     )).all()
 
 
@@ -280,7 +285,7 @@ def readers_of(conn: Connection, view_id: int) -> list[str]:
     """schema.name of the views that read this one."""
     return sorted(conn.execute(sa.text(
         "SELECT upper.schema_name || '.' || upper.view_name FROM idivm.views lower "
-        "JOIN idivm.captured_tables c ON c.schema_name = lower.schema_name AND c.table_name = lower.view_name "
+        "JOIN idivm.captured_tables c ON c.schema_name = 'idivm' AND c.table_name = 'view_' || lower.id "
         "JOIN idivm.view_inputs vi ON vi.captured_table_id = c.id "
         "JOIN idivm.views upper ON upper.id = vi.view_id WHERE lower.id = :v"
     ), {"v": view_id}).scalars().all())

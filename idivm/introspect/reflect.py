@@ -6,6 +6,7 @@ from sqlalchemy.engine import Connection
 
 from ..algebra.tables import TableInfo
 from ..errors import UnknownObject, UnsupportedQuery
+from ..names import STORAGE_SCHEMA
 
 
 def resolve_table(conn: Connection, schema: str | None, name: str) -> tuple[str, str, str]:
@@ -32,6 +33,9 @@ def reflect_table(conn: Connection, schema: str | None, name: str, only: bool = 
     rows written through a parent would not reach the child's. A partition alone is refused for the
     same reason (writes through its root fire only the root's triggers)."""
     schema, name, relkind = resolve_table(conn, schema, name)
+    shown = f"{schema}.{name}"  # a maintained view is named as the user knows it, not by its storage
+    if relkind == "v":
+        schema, name, relkind = _storage_behind(conn, schema, name) or (schema, name, relkind)
     if relkind not in ("r", "p"):
         kinds = {"v": "a view", "m": "a materialized view", "f": "a foreign table", "S": "a sequence"}
         raise UnsupportedQuery(
@@ -61,7 +65,21 @@ def reflect_table(conn: Connection, schema: str | None, name: str, only: bool = 
                                "partitions); remove ONLY")
     sql = columns_json("to_regclass(quote_ident(CAST(:s AS text)) || '.' || quote_ident(CAST(:n AS text)))")
     rows = conn.execute(sa.text(f"SELECT {sql}"), {"s": schema, "n": name}).scalar()
-    return table_info(schema, name, rows)
+    return table_info(schema, name, rows, shown)
+
+
+def _storage_behind(conn: Connection, schema: str, name: str) -> tuple[str, str, str] | None:
+    """The storage table of a maintained view read by another (views over views): the relation its
+    facade (operate/facade.py) selects from, when that is one of idivm's storage tables. The view
+    over it reads the storage, with the ID columns it needs as its key, and its capture logs it."""
+    row = conn.execute(sa.text(
+        "SELECT DISTINCT n.nspname, c.relname, c.relkind FROM pg_rewrite r "
+        "JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = r.oid "
+        "JOIN pg_class c ON c.oid = d.refobjid JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE r.ev_class = to_regclass(quote_ident(:s) || '.' || quote_ident(:n)) AND d.refobjid <> r.ev_class "
+        "AND n.nspname = :storage_schema AND c.relname ~ '^view_[0-9]+$'"),
+        {"s": schema, "n": name, "storage_schema": STORAGE_SCHEMA}).all()
+    return tuple(row[0]) if len(row) == 1 else None
 
 
 def columns_json(regclass: str) -> str:
@@ -78,14 +96,16 @@ def columns_json(regclass: str) -> str:
     )
 
 
-def table_info(schema: str, name: str, rows: list | None) -> TableInfo:
-    """TableInfo from columns_json's rows; refuses a table without a primary key (or gone: no rows)."""
+def table_info(schema: str, name: str, rows: list | None, shown: str | None = None) -> TableInfo:
+    """TableInfo from columns_json's rows; refuses a table without a primary key (or gone: no rows).
+    `shown`: how messages name it (a maintained view's name rather than its storage's)."""
+    shown = shown or f"{schema}.{name}"
     if not rows:
-        raise UnknownObject(f'table "{schema}.{name}" does not exist')
+        raise UnknownObject(f'table "{shown}" does not exist')
     key = tuple(r[0] for r in sorted((r for r in rows if r[2] is not None), key=lambda r: r[2]))
     if not key:
         raise UnsupportedQuery(
-            f'table "{schema}.{name}" has no primary key; ID-based maintenance identifies rows by their '
+            f'table "{shown}" has no primary key; ID-based maintenance identifies rows by their '
             "key, so every base table needs a PRIMARY KEY"
         )
     return TableInfo(schema=schema, name=name, columns=tuple((r[0], r[1]) for r in rows), key=key,

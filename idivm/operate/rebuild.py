@@ -3,8 +3,9 @@
 A rebuild drops the views' tables and registers them again, inputs first, in one transaction that
 holds their base tables against writers: readers see the old contents until it commits, then the
 new. The views over a replaced view keep their definitions and are compiled against its new
-columns; one that no longer compiles is named and nothing changes. Policies, modes and the
-privileges granted on the views' tables are kept (operate/grants.py).
+columns; one that no longer compiles is named and nothing changes. Policies, modes, the
+privileges granted on the views (operate/grants.py) and the indexes added to their storage tables
+(operate/indexes.py) are kept.
 """
 from __future__ import annotations
 
@@ -19,10 +20,11 @@ from ..engines.postgres.materialize import Fill
 from ..errors import IdivmError, first_line
 from ..frontend.build_plan import compile_view_sql
 from ..introspect.provider import PostgresSchema
-from ..names import display_name
+from ..names import display_name, storage_table
 from .dependencies import dependency_order, edges
 from .folder import tables_named
 from .grants import restore_grants, saved_grants
+from .indexes import restore_indexes, saved_indexes
 from .policy import notify_threshold
 from .registry import drop_locked, drop_unread_capture, make_immediate_locked, readers_closure, register_locked
 
@@ -66,6 +68,7 @@ def rebuild_locked(conn: Connection, row: sa.Row, chain: list[sa.Row], wanted: W
     (whose base tables it holds against writers)."""
     inputs = {cid for r in chain for cid in catalog.input_ids(conn, r.id)}
     grants = {r.id: saved_grants(conn, r.schema_name, r.view_name) for r in chain}
+    indexes = {r.id: saved_indexes(conn, storage_table(r.id)) for r in chain}
     for r in reversed(chain):
         drop_locked(conn, r, keep_capture=True)  # logs and triggers stay: the rebuilt views read them again
     for r in chain:
@@ -81,6 +84,8 @@ def rebuild_locked(conn: Connection, row: sa.Row, chain: list[sa.Row], wanted: W
             make_immediate_locked(conn, r.schema_name, r.view_name)
         catalog.copy_policy(conn, r, r.schema_name, r.view_name)
         restore_grants(conn, r.schema_name, r.view_name, grants[r.id])
+        new_id = catalog.view_by_name(conn, r.schema_name, r.view_name, catalog.NAMES).id
+        restore_indexes(conn, storage_table(new_id), indexes[r.id])
     drop_unread_capture(conn, inputs)  # tables a changed definition no longer reads
     reinstall_functions(conn, notify_threshold)
 

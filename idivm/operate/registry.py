@@ -21,12 +21,14 @@ from ..frontend.build_plan import compile_view_sql
 from ..introspect.provider import PostgresSchema
 from ..program.serialize import from_json, to_json
 from ..program.steps import written_tables
-from ..sqltext import column_types, qualified, run, string_literal
+from ..names import storage_table
+from ..sqltext import column_types, qualified, run
 from ..strategies.aggregate_target import cache_name
 from ..strategies.choose import AUTO, choose_strategy
 from ..strategies.higher_order.target import HigherOrderTarget
 from ..strategies.targets import build_program, diff_schemas_of, make_target
 from .dependencies import dependency_order, edges
+from .facade import create_facade, drop_facade
 from .policy import notify_threshold
 
 MODES = ("deferred", "immediate")
@@ -58,7 +60,7 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
             captured[(t.schema, t.name)] = ensure_capture(conn, t, notify_threshold)
     view_id = catalog.insert_view(conn, schema, view, sql, strategy, [n for n, _ in plan.outputs], [],
                                   format_plan(plan))
-    target = make_target(schema, view, plan, captured, view_id,
+    target = make_target(*storage_table(view_id), plan, captured, view_id,
                          column_types=lambda q: column_types(conn, pg_sql(q)), strategy=strategy, definition=sql)
     catalog.set_ids(conn, view_id, _ids(plan, target))
     program = build_program(target, strategy, minimized)
@@ -82,8 +84,8 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
     for pos, text in enumerate(program.derivations):
         catalog.insert_derivation(conn, view_id, pos, text)
     create_tables(conn, target, fill)
-    note = string_literal(f"maintained by idivm ({strategy}): {sql}")
-    run(conn, f"COMMENT ON TABLE {qualified(schema, view)} IS {note}")
+    create_facade(conn, schema, view, storage_table(view_id), [n for n, _ in plan.outputs],
+                  f"maintained by idivm ({strategy}): {sql}")
 
 
 def _ids(plan, target) -> list[list[str]]:
@@ -101,7 +103,7 @@ def compile_program(conn: Connection, row: sa.Row, minimized: bool = True):
     """The view's Δ-program compiled afresh from its stored definition."""
     compiled = compile_view_sql(PostgresSchema(conn), row.definition)
     captured = catalog.captured_ids_by_table(conn, row.id)
-    target = make_target(row.schema_name, row.view_name, compiled.plan, captured, row.id,
+    target = make_target(*storage_table(row.id), compiled.plan, captured, row.id,
                          column_types=lambda q: column_types(conn, pg_sql(q)), strategy=row.strategy,
                          definition=row.definition)
     return build_program(target, row.strategy, minimized=minimized)
@@ -135,18 +137,19 @@ def drop_locked(conn: Connection, row: sa.Row, keep_capture: bool = False) -> No
     rebuild re-registers the view at once; `drop_unread_capture` then removes what it no longer
     reads. Dropping a trigger locks its table against readers, Spark's fill among them)."""
     inputs = catalog.input_ids(conn, row.id)
-    run(conn, f"DROP TABLE IF EXISTS {qualified(row.schema_name, row.view_name)}")
+    drop_facade(conn, row.schema_name, row.view_name)
+    run(conn, f"DROP TABLE IF EXISTS {qualified(*storage_table(row.id))}")
     run(conn, f"DROP TABLE IF EXISTS {qualified('idivm', cache_name(row.id))}")
     program = catalog.program_of(conn, row.id)
     for schema, name in written_tables(from_json(program)) if program is not None else ():
-        if (schema, name) != (row.schema_name, row.view_name):  # its maps (the view table is dropped above)
-            run(conn, f"DROP TABLE IF EXISTS {qualified(schema, name)}")
+        run(conn, f"DROP TABLE IF EXISTS {qualified(schema, name)}")  # its maps (and, if older, its table)
     catalog.delete_view(conn, row.id)
     if row.mode == "immediate":
         sync_immediate(conn)
-    own = catalog.captured_id(conn, row.schema_name, row.view_name)  # its table, read by views dropped before it
-    if own is not None and not catalog.is_read(conn, own):
-        drop_capture(conn, own)  # the table is gone: nothing is locked
+    for table in (storage_table(row.id), (row.schema_name, row.view_name)):  # a table of the layout before 0009 too
+        own = catalog.captured_id(conn, *table)  # its table, read by views dropped before it
+        if own is not None and not catalog.is_read(conn, own):
+            drop_capture(conn, own)  # the table is gone: nothing is locked
     if not keep_capture:
         drop_unread_capture(conn, inputs)
         sync_logging(conn)  # tables now read by immediate views alone stop logging

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..catalog import repository as catalog
-from ..names import display_name
+from ..names import display_name, storage_table
 from .policy import DEFAULT, Decision, Policy, ViewState, decide, policy_of
 from .storage import Storage, log_share, log_sizes, table_bytes
 
@@ -46,7 +46,7 @@ class ViewStatus:
             "policy": {"every_s": self.policy.every, "max_pending": self.policy.max_pending,
                        "max_staleness_s": self.policy.max_staleness, "engine": self.policy.engine},
             "due": self.decision.due, "due_reason": self.decision.reason,
-            "inputs": self.inputs,
+            "inputs": self.inputs, "storage_table": ".".join(storage_table(self.id)),
             **({"storage": self.storage.as_json()} if self.storage is not None else {}),
         }
 

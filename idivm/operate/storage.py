@@ -17,7 +17,7 @@ from ..names import size_text
 
 @dataclass(frozen=True)
 class Storage:
-    view_bytes: int  # the view's table with its indexes
+    view_bytes: int  # the view's storage table (names.storage_table) with its indexes
     aux_bytes: int  # its caches (idivm.cache_<id>) and maps (idivm.map_<id>_*), with their indexes
     log_bytes: int  # its share of its base tables' logs (an estimate: size x unconsumed / all rows)
 
@@ -41,8 +41,7 @@ class Storage:
 def table_bytes(conn: Connection) -> dict[int, tuple[int, int]]:
     """view id -> (bytes of its table, bytes of its caches and maps), in one statement."""
     rows = conn.execute(sa.text(
-        "SELECT v.id, coalesce(pg_total_relation_size(to_regclass(quote_ident(v.schema_name) || '.' || "
-        "quote_ident(v.view_name))), 0), "
+        "SELECT v.id, coalesce(pg_total_relation_size(to_regclass('idivm.view_' || v.id)), 0), "  # names.storage_table
         "(SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
         " JOIN pg_namespace n ON n.oid = c.relnamespace "
         " WHERE n.nspname = 'idivm' AND c.relkind IN ('r', 'p') "

@@ -20,7 +20,7 @@ from ..catalog import repository as catalog
 from ..errors import IdivmError
 from ..frontend.build_plan import compile_view_sql
 from ..introspect.provider import PostgresSchema
-from ..names import counted, display_name, size_text
+from ..names import counted, display_name, size_text, storage_table
 from ..program.relations import BASE
 from ..program.serialize import from_json
 from ..program.steps import Program, relations_read
@@ -97,7 +97,7 @@ def _why_general(plan: Aggregate) -> str:
 
 
 def _storage(conn: Connection, row: sa.Row) -> list[str]:
-    tables = [(row.schema_name, row.view_name)] + [("idivm", r[0]) for r in conn.execute(sa.text(
+    tables = [storage_table(row.id)] + [("idivm", r[0]) for r in conn.execute(sa.text(
         "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
         "WHERE n.nspname = 'idivm' AND c.relkind IN ('r', 'p') "
         "AND (c.relname = :cache OR c.relname LIKE :maps) ORDER BY 1"),
@@ -109,7 +109,7 @@ def _storage(conn: Connection, row: sa.Row) -> list[str]:
         if size is None:
             continue
         rows = conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar()
-        what = "view" if (schema, name) == (row.schema_name, row.view_name) else (
+        what = f"view {display_name(row.schema_name, row.view_name)}, stored in" if (schema, name) == storage_table(row.id) else (
             "cache" if name.startswith("cache_") else "map")
         out.append(f"{what} {display_name(schema, name)}: {counted(rows, 'row')}, {size_text(size)}")
     inputs = [i for i in catalog.all_inputs(conn) if i.view_id == row.id]

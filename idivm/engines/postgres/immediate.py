@@ -52,7 +52,7 @@ from ...program import relations as R
 from ...program.serialize import from_json
 from ...program.steps import CreateScratch
 from ...introspect.reflect import table_info
-from ...names import display_name
+from ...names import display_name, storage_table
 from ...sqltext import ident, qualified, run, string_literal
 from ...catalog import repository as catalog
 
@@ -196,7 +196,7 @@ def _apply_body(views: list[sa.Row], inputs: dict[int, TableInfo], reads: dict[i
       IF current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION {msg_isolation}, current_setting('transaction_isolation') USING ERRCODE = 'feature_not_supported';
       END IF;
-      LOCK TABLE {qualified(v.schema_name, v.view_name)} IN EXCLUSIVE MODE;
+      LOCK TABLE {qualified(*storage_table(v.id))} IN EXCLUSIVE MODE;
 {drop}{chr(10).join(statements)}
     END IF;""")
     nothing = " AND ".join(f"NOT {c}" for c in changed.values())
