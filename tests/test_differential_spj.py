@@ -33,6 +33,10 @@ SPARK_EXAMPLES = int(os.environ.get("IDIVM_TEST_SPARK_EXAMPLES", "3"))
 SPARK_STRIDE = max(EXAMPLES // max(SPARK_EXAMPLES, 1), 1)
 SPARK_STRATEGIES = ("tuple", "id", "higher-order")  # the sampled views of a family take them in turn
 SPARK_STRATEGY: dict[str, str] = {}  # v_spark's qualified name -> its strategy
+# every SQL_STRIDE-th view of a family also runs through SELECT idivm.maintain(...) in a REPEATABLE READ
+# transaction (engines/postgres/server_maintenance.py), its strategy taken in turn from SQL_STRATEGIES
+SQL_STRIDE = int(os.environ.get("IDIVM_TEST_SQL_STRIDE", "3"))
+SQL_STRATEGIES = ("id", "tuple", "higher-order")
 
 
 def _spark_missing() -> str | None:
@@ -379,6 +383,17 @@ def _register_every_strategy(engine, conn, sql: str, names: list[str], rounds, t
             strategy = "id"
             engine.register_view(names[-1], sql, strategy=strategy)
         SPARK_STRATEGY[names[-1]] = strategy
+    sql_path = STATS.setdefault("sql", {"views": 0, "rounds": 0, "seen": {}, "by_strategy": {}})
+    seen = sql_path["seen"][family] = sql_path["seen"].get(family, 0) + 1
+    if seen % SQL_STRIDE == 0:
+        strategy = SQL_STRATEGIES[(seen // SQL_STRIDE) % len(SQL_STRATEGIES)]
+        try:
+            engine.register_view(f"{schema}.v_sql", sql, strategy=strategy)
+        except idivm.UnsupportedQuery:  # higher-order does not translate every view: then id
+            strategy = "id"
+            engine.register_view(f"{schema}.v_sql", sql, strategy=strategy)
+        names.append(f"{schema}.v_sql")
+        sql_path["by_strategy"][strategy] = sql_path["by_strategy"].get(strategy, 0) + 1
     try:
         engine.register_view(f"{schema}.v_higher_order", sql, strategy="higher-order")
         names.append(f"{schema}.v_higher_order")
@@ -450,9 +465,16 @@ def test_random_views_equal_recomputation(module_db, family, data):
                     STATS["statements"] = STATS.get("statements", 0) + len(ops)
                     STATS["aborted"] = STATS.get("aborted", 0) + abort
                 on_spark = [n for n in names if n.endswith(".v_spark")]
-                engine.maintain(*[n for n in names if n not in on_spark])
+                on_sql = [n for n in names if n.endswith(".v_sql")]
+                engine.maintain(*[n for n in names if n not in on_spark and n not in on_sql])
                 for name in on_spark:
                     _maintain_on_spark(engine, name, names)
+                for name in on_sql:
+                    with conn.transaction():
+                        conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                        outcome, message = conn.execute("SELECT outcome, message FROM idivm.maintain(%s)",
+                                                        (name,)).fetchone()
+                    assert outcome == "maintained", message
                 for name in names:
                     size = assert_equal_multiset(conn, name, qualified_sql, cols)
                     STATS["max_view_rows"] = max(STATS.get("max_view_rows", 0), size)
@@ -479,6 +501,9 @@ def test_random_views_equal_recomputation(module_db, family, data):
     if any(n.endswith(".v_spark") for n in names):
         STATS["spark"]["views"] += 1
         STATS["spark"]["rounds"] += len(rounds)
+    if any(n.endswith(".v_sql") for n in names):
+        STATS["sql"]["views"] += 1
+        STATS["sql"]["rounds"] += len(rounds)
 
 
 def _maintain_on_spark(engine, name: str, names: list[str]) -> None:

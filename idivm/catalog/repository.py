@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..introspect.reflect import columns_json
-from ..sqltext import ident, run_batch, string_literal
+from ..sqltext import run_batch, string_literal
 
 # -- views ------------------------------------------------------------------------------------
 
@@ -218,8 +218,12 @@ def prune_log(conn: Connection, captured_id: int, log_table: str) -> None:
 
 
 def prune_logs(conn: Connection, logs: list[tuple[int, str]], asynchronous: bool = False) -> None:
-    """Delete the log rows that every deferred view over each (captured id, log table) has consumed,
-    through the log's xid index, between two bounds:
+    """Delete the log rows that every deferred view over each (captured id, log table) has consumed:
+    ``idivm.prune_logs(ids)``, the server-side function that `CALL idivm.maintain_all()` prunes with
+    too (engines/postgres/server_maintenance.py, installed by init), in one round trip. It deletes
+    through the log's xid index, between two bounds read first and given to each DELETE as literals
+    (the planner estimates them from the index; behind a subquery it guessed a third of the log and
+    scanned all of it):
 
     - below: the table's `pruned_below`, the smallest xmin of those views' snapshots when the log was
       last pruned. Every row below it was visible to them all, so that prune deleted it: what is left
@@ -228,40 +232,14 @@ def prune_logs(conn: Connection, logs: list[tuple[int, str]], asynchronous: bool
     - above: the smallest xmax of the views' snapshots, as no row at or above it is consumed by all.
 
     So the rows kept for a view that is maintained rarely are not read again by every prune of the
-    views maintained often. The bounds of every log are read first, in one query, and given as
-    literals, which the planner estimates from the index (behind a subquery it guessed a third of
-    the log and scanned all of it); the deletes then run in one round trip. `asynchronous` (for a
-    caller in autocommit mode): that round trip commits without waiting for its WAL flush (a prune
-    lost in a crash is simply done again by the next one). With no deferred view over a table,
-    every row visible now is consumed."""
+    views maintained often. `asynchronous` (for a caller in autocommit mode): that round trip
+    commits without waiting for its WAL flush (a prune lost in a crash is simply done again by the
+    next one). With no deferred view over a table, every row visible now is consumed."""
     if not logs:
         return
     ids = ", ".join(str(int(cid)) for cid, _ in logs)
-    bounds = {b.id: b for b in conn.execute(sa.text(
-        "SELECT c.id, CAST(coalesce(c.pruned_below, '0') AS text) AS low, "
-        "CAST(coalesce(min(pg_snapshot_xmin(CAST(v.last_snapshot AS pg_snapshot))), "
-        "pg_snapshot_xmin(pg_current_snapshot())) AS text) AS consumed_below, "
-        "CAST(coalesce(min(pg_snapshot_xmax(CAST(v.last_snapshot AS pg_snapshot))), "
-        "pg_snapshot_xmax(pg_current_snapshot())) AS text) AS high "
-        "FROM idivm.captured_tables AS c LEFT JOIN (idivm.view_inputs AS vi JOIN idivm.views AS v "
-        "  ON v.id = vi.view_id AND v.mode = 'deferred') ON vi.captured_table_id = c.id "
-        f"WHERE c.id IN ({ids}) GROUP BY c.id, c.pruned_below")).all()}
-    settings = ["SET LOCAL synchronous_commit = off"] if asynchronous else []  # the batch is one transaction
-    statements = list(settings)
-    for cid, log_table in logs:
-        b = bounds.get(cid)
-        if b is None:
-            continue  # the table is no longer captured
-        deferred = ("FROM idivm.view_inputs AS vi JOIN idivm.views AS v ON v.id = vi.view_id "
-                    f"WHERE vi.captured_table_id = {int(cid)} AND v.mode = 'deferred'")
-        low, high, below = (f"CAST({string_literal(x)} AS xid8)" for x in (b.low, b.high, b.consumed_below))
-        statements.append(
-            f"WITH {ident('pruned')} AS (DELETE FROM {log_table} AS l WHERE l.xid >= {low} AND l.xid < {high} "
-            f"AND NOT EXISTS (SELECT 1 {deferred} AND NOT pg_visible_in_snapshot(l.xid, CAST(v.last_snapshot AS pg_snapshot)))) "
-            f"UPDATE idivm.captured_tables SET pruned_below = {below} "
-            f"WHERE id = {int(cid)} AND (pruned_below IS NULL OR pruned_below < {below})")
-    if len(statements) > len(settings):
-        run_batch(conn, statements)
+    statements = ["SET LOCAL synchronous_commit = off"] if asynchronous else []  # the batch is one transaction
+    run_batch(conn, statements + [f"SELECT idivm.prune_logs(ARRAY[{ids}]::bigint[])"])
 
 
 # -- views over views -------------------------------------------------------------------------
@@ -398,10 +376,11 @@ def immediate_views(conn: Connection) -> list[sa.Row]:
         "SELECT id, schema_name, view_name FROM idivm.views WHERE mode = 'immediate' ORDER BY id")).all()
 
 
-def unconsumed(log_alias: str, view_id: int, snapshot: str | None = None) -> str:
+def unconsumed(log_alias: str, view_id: int, snapshot: str | None = None, snapshot_sql: str | None = None) -> str:
     """SQL condition: the row of a log (aliased log_alias) was written by a transaction the view has
     not consumed yet (not visible in the snapshot it was last maintained at: `snapshot`, the view's
-    last_snapshot as read in this transaction, or else read by a subquery).
+    last_snapshot as read in this transaction, or `snapshot_sql`, an expression that gives it (a
+    parameter of server-side maintenance), or else read by a subquery).
 
     Every such transaction's xid is at least that snapshot's xmin: the first conjunct says so, which
     changes nothing in the result but lets the log's xid index skip the rows before the window, so
@@ -409,7 +388,9 @@ def unconsumed(log_alias: str, view_id: int, snapshot: str | None = None) -> str
     as a literal (both functions are immutable, so the planner folds them), the bound is a constant
     the planner can estimate from the index; behind a subquery it guessed a third of the log and
     chose a parallel bitmap scan (43 ms for a 49-row window of a 500k-row log)."""
-    if snapshot is None:
+    if snapshot_sql is not None:
+        snap = snapshot_sql
+    elif snapshot is None:
         snap = f"(SELECT CAST(v.last_snapshot AS pg_snapshot) FROM idivm.views AS v WHERE v.id = {int(view_id)})"
     else:
         snap = f"CAST({string_literal(snapshot)} AS pg_snapshot)"

@@ -13,6 +13,7 @@ from ..catalog import repository as catalog
 from ..capture.triggers import reinstall_functions
 from ..catalog.migrate import HEAD, catalog_installed, catalog_revision, upgrade_catalog
 from ..engines.postgres.materialize import create_as
+from ..engines.postgres.server_maintenance import install_all_view_functions, install_functions
 from ..errors import IdivmError, first_line
 from ..names import display_name
 from ..sqltext import qualified, run
@@ -32,6 +33,8 @@ def install_or_upgrade(conn: Connection) -> None:
     before = catalog_revision(conn)
     upgrade_catalog(conn)
     if before != HEAD:
+        install_functions(conn)  # maintenance callable from SQL, and the log pruning every maintainer calls
+    if before != HEAD:
         install_sync_function(conn)  # server-side helpers as this idivm writes them
         install_refuse_function(conn)
     if before is not None and before != HEAD:
@@ -42,6 +45,11 @@ def install_or_upgrade(conn: Connection) -> None:
         install_event_triggers(conn)  # needs a superuser; without one schema changes go unnoticed
     if before is not None and before < STORAGE_REVISION:
         move_to_storage(conn)
+    if before is not None and before < SQL_MAINTENANCE_REVISION:
+        install_all_view_functions(conn)  # views registered before idivm.maintain(...) existed
+
+
+SQL_MAINTENANCE_REVISION = "0010"  # idivm.maintain_<id> per view (engines/postgres/server_maintenance.py)
 
 
 STORAGE_REVISION = "0009"  # views stored in idivm's schema, read through a facade

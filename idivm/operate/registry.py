@@ -16,6 +16,7 @@ from ..catalog import repository as catalog
 from ..engines.postgres import immediate
 from ..engines.postgres.materialize import Fill, create_as, create_tables
 from ..engines.postgres.render import render, sql as pg_sql
+from ..engines.postgres.server_maintenance import drop_view_function, install_view_function
 from ..errors import IdivmError, UnknownObject
 from ..frontend.build_plan import compile_view_sql
 from ..introspect.provider import PostgresSchema
@@ -81,6 +82,7 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
                                    ds.attrs, ds.conditional, ds.label())
     for pos, (st, text) in enumerate(render(program)):
         catalog.insert_statement(conn, view_id, pos, st.phase, st.purpose, text, st.driven_by, st.role)
+    install_view_function(conn, view_id)  # SELECT idivm.maintain(...) runs the same statements server-side
     for pos, text in enumerate(program.derivations):
         catalog.insert_derivation(conn, view_id, pos, text)
     create_tables(conn, target, fill)
@@ -143,6 +145,7 @@ def drop_locked(conn: Connection, row: sa.Row, keep_capture: bool = False) -> No
     program = catalog.program_of(conn, row.id)
     for schema, name in written_tables(from_json(program)) if program is not None else ():
         run(conn, f"DROP TABLE IF EXISTS {qualified(schema, name)}")  # its maps (and, if older, its table)
+    drop_view_function(conn, row.id)
     catalog.delete_view(conn, row.id)
     if row.mode == "immediate":
         sync_immediate(conn)

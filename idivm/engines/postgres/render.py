@@ -150,8 +150,18 @@ def render_step(step: Step) -> str:
     if getattr(step, "analyze", False):  # a session temp table has no statistics: the planner would guess
         bare = step.target.copy()
         bare.set("alias", None)
-        text += f";\nANALYZE {sql(bare)}"
+        text += f"{ANALYZE_AFTER}{sql(bare)}"
     return text
+
+
+ANALYZE_AFTER = ";\nANALYZE "  # joins a write and the ANALYZE of the table it filled, in one stored statement
+
+
+def split_analyze(text: str) -> tuple[str, str | None]:
+    """A stored statement as (its write, the ANALYZE that follows it or None): callers that count the
+    rows a write touched run them apart (a multi-statement string reports its last statement's)."""
+    write, sep, table = text.rpartition(ANALYZE_AFTER)
+    return (write, "ANALYZE " + table) if sep else (text, None)
 
 
 def render(program: Program) -> list[tuple[Step, str]]:

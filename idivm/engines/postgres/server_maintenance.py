@@ -1,0 +1,367 @@
+"""Maintenance callable from SQL: ``SELECT idivm.maintain('view')`` and ``CALL idivm.maintain_all()``.
+
+Deferred maintenance without a Python process: pg_cron (or any scheduler that runs SQL) calls the
+procedure, and an application can bring a view up to date inside its own transaction before it
+reads it. The work is the same as the Python executor's (executor.py), server-side:
+
+- **Per view, compiled at registration**: ``idivm.maintain_<id>(last_snapshot)`` builds the view's
+  effective i-diff instances from its logs with the same fold (capture/fold.py) and the same
+  window (catalog.unconsumed: the log rows of transactions not visible in the view's last
+  snapshot), then runs the view's stored Δ-script statements, each only when the table whose
+  i-diff drives it changed, exactly as executor.run_maintenance does. It is created with the
+  statements (operate/registry.py) and dropped with the view. Its instances hold the columns the
+  view reads (its key among them), which no schema change can touch without making the view stale
+  (capture/schema_changes.py), so the compiled text stays valid until a rebuild writes a new one.
+- **Generic, installed by init**: ``idivm.maintain(view text)`` resolves the name as the CLI does
+  (unqualified: the current schema), takes the view's maintenance lock (the advisory lock the CLI
+  and the scheduler take, executor.LOCK_CLASS, held to the end of the transaction), locks its
+  catalog row, skips immediate views, refuses stale ones with the CLI's message, runs the
+  per-view function, records the new snapshot and returns a report row whose ``message`` is the
+  CLI's report line. ``idivm.maintain_all(views text[] DEFAULT NULL)`` is a procedure: each view in
+  its own REPEATABLE READ transaction (a view after the maintained views it reads, so a change
+  reaches the top of a chain in one call), the lock taken before that transaction's snapshot as
+  the CLI takes it, log pruning after each commit, a NOTICE with the report line per view, and a
+  failure recorded in the catalog (consecutive_failures, last_error) without stopping the others;
+  it raises at the end if any view failed, so that pg_cron's job_run_details says so.
+
+Why the function needs REPEATABLE READ (or SERIALIZABLE): one snapshot must fix both the base
+tables the Δ-script reads and the log rows it consumes. At READ COMMITTED every statement would
+see a newer database, and a change committed between two statements would be read from the base
+table without being consumed, then applied again by the next maintenance. The function refuses
+such a transaction with a message saying what to write instead; the procedure opens its own.
+
+Why a transaction that wrote to the view's inputs is refused: it sees its own uncommitted writes
+in the base tables, and its own log rows fall in the window, but its xid is not visible in the
+snapshot recorded as consumed, so the next maintenance would apply those changes a second time.
+
+A caller whose snapshot predates another maintainer's commit of the same view would apply changes
+that maintainer already applied: the catalog row's FOR UPDATE detects it (a serialization failure
+at REPEATABLE READ) and the view is reported as skipped: the other maintainer did the work.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ...capture.fold import fold_select, log_images
+from ...catalog import repository as catalog
+from ...introspect.reflect import table_info
+from ...names import display_name
+from ...sqltext import qualified, run, string_literal
+from .executor import LOCK_CLASS
+from .render import as_plpgsql, delta_table, split_analyze, SCRATCH_DO, SCRATCH_END
+
+REPORT_TYPE = qualified("idivm", "maintenance_report")
+
+
+def view_function(view_id: int) -> str:
+    """The per-view maintenance function's qualified name."""
+    return qualified("idivm", f"maintain_{int(view_id)}")
+
+
+def _dynamic(text: str, counted: bool) -> str:
+    """PL/pgSQL running one stored statement as dynamic SQL (planned with each run's i-diff sizes, as
+    the Python executor's statements are), adding the rows it wrote to `touched`."""
+    write, analyze = split_analyze(text)
+    out = f"EXECUTE {string_literal(write)};"
+    if counted:
+        out += " GET DIAGNOSTICS n = ROW_COUNT; touched := touched + greatest(n, 0); statements := statements + 1;"
+    if analyze is not None:
+        out += f" EXECUTE {string_literal(analyze)};"
+    return out
+
+
+def _statement(text: str) -> str:
+    if text.startswith(SCRATCH_DO) and text.endswith(SCRATCH_END):  # a scratch table: its DO block's body, inline
+        return as_plpgsql(text) + " statements := statements + 1;"
+    return _dynamic(text, counted=True)
+
+
+def view_function_body(view_id: int, shown: str, inputs: list[tuple[int, str, object]], statements: list) -> str:
+    """The body of idivm.maintain_<id>(last_snapshot text) RETURNS bigint[] (changes, statements, view
+    rows touched). inputs: (captured id, log table, TableInfo of the columns the view reads)."""
+    declare = ["n bigint;", "changes bigint := 0;", "statements bigint := 0;", "touched bigint := 0;",
+               "own xid8 := pg_current_xact_id_if_assigned();"]
+    declare += [f"changed_{cid} bigint;" for cid, _, _ in inputs]
+    own_writes, fill, drop = [], [], []
+    for cid, log, info in inputs:
+        msg = string_literal(f"this transaction wrote to {display_name(info.schema, info.name)}, which view {shown} reads; maintain the "
+                             "view in a transaction that has not written to its tables (it applies the changes "
+                             "committed before that transaction's snapshot)")
+        own_writes.append(f"    IF EXISTS (SELECT 1 FROM {log} AS l WHERE l.xid = own) THEN\n"
+                          f"      RAISE EXCEPTION USING MESSAGE = {msg}, ERRCODE = 'object_not_in_prerequisite_state';\n    END IF;")
+        target = delta_table(cid)
+        window = catalog.unconsumed("l", view_id, snapshot_sql="CAST($1 AS pg_snapshot)")
+        select = fold_select(info, log_images(log, window), list(info.column_names))
+        fill.append(f"  IF to_regclass({string_literal(target)}) IS NOT NULL THEN DROP TABLE {target}; END IF;\n"
+                    f"  EXECUTE {string_literal(f'CREATE TEMP TABLE {target} AS {select}')} USING last_snapshot;\n"
+                    f"  GET DIAGNOSTICS changed_{cid} = ROW_COUNT;\n"
+                    f"  ANALYZE {target};\n"
+                    f"  changes := changes + changed_{cid};")
+        drop.append(f"  DROP TABLE {target};")
+    script = []
+    for st in statements:
+        line = _statement(st.sql)
+        driven = st.driven_by is not None and any(cid == st.driven_by for cid, _, _ in inputs)
+        script.append(f"    IF changed_{int(st.driven_by)} > 0 THEN {line} END IF;" if driven else f"    {line}")
+    nl = "\n"
+    return f"""
+DECLARE
+{nl.join('  ' + d for d in declare)}
+BEGIN
+  IF own IS NOT NULL THEN
+{nl.join(own_writes)}
+  END IF;
+{nl.join(fill)}
+  IF changes > 0 THEN
+{nl.join(script)}
+  END IF;
+{nl.join(drop)}
+  RETURN ARRAY[changes, statements, touched];
+END
+"""
+
+
+def install_view_function(conn: Connection, view_id: int) -> None:
+    """(Re)create idivm.maintain_<id> from the view's stored statements and inputs (at registration,
+    rebuild and upgrade). A view whose base table is gone gets none: it is stale until refreshed."""
+    row = catalog.view_by_id(conn, view_id)
+    shown = display_name(row.schema_name, row.view_name)
+    inputs = []
+    for t in catalog.view_inputs(conn, view_id, reflect=True):
+        if not t.columns:
+            drop_view_function(conn, view_id)
+            return
+        info = table_info(t.schema_name, t.table_name, t.columns)
+        read = set(t.read_columns) | set(info.key)
+        inputs.append((t.id, t.log_table, replace(info, columns=tuple(c for c in info.columns if c[0] in read))))
+    body = view_function_body(view_id, shown, inputs, catalog.statements(conn, view_id))
+    run(conn, f"CREATE OR REPLACE FUNCTION {view_function(view_id)}(last_snapshot text) RETURNS bigint[] "
+              f"LANGUAGE plpgsql SET client_min_messages = warning AS {string_literal(body)}")
+    run(conn, f"REVOKE ALL ON FUNCTION {view_function(view_id)}(text) FROM PUBLIC")
+
+
+def drop_view_function(conn: Connection, view_id: int) -> None:
+    run(conn, f"DROP FUNCTION IF EXISTS {view_function(view_id)}(text)")
+
+
+def install_all_view_functions(conn: Connection) -> None:
+    """Per-view functions for every view that has none (views registered before this idivm)."""
+    for vid in catalog.view_ids(conn):
+        install_view_function(conn, vid)
+
+
+# The generic functions, installed by init (operate/install.py).
+_MAINTAIN_VIEW = f"""
+CREATE OR REPLACE FUNCTION idivm.maintain_view(view_id bigint, transaction_owned boolean)
+RETURNS {REPORT_TYPE} LANGUAGE plpgsql SET client_min_messages = warning AS $body$
+DECLARE
+  v record;
+  r {REPORT_TYPE};
+  started timestamptz := clock_timestamp();
+  result bigint[];
+  page_cost text := current_setting('random_page_cost');
+BEGIN
+  SELECT format('%I.%I', x.schema_name, x.view_name) INTO r.view_name FROM idivm.views AS x WHERE x.id = view_id;
+  IF r.view_name IS NULL THEN
+    RAISE EXCEPTION 'no maintained view has id %', view_id USING ERRCODE = 'undefined_object';
+  END IF;
+  IF current_setting('transaction_isolation') NOT IN ('repeatable read', 'serializable') THEN
+    RAISE EXCEPTION 'idivm.maintain(%) needs a REPEATABLE READ or SERIALIZABLE transaction, and this one runs at %',
+      quote_literal(r.view_name), current_setting('transaction_isolation')
+      USING ERRCODE = 'invalid_transaction_state',
+            HINT = 'BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT * FROM idivm.maintain(...); COMMIT; or, outside a transaction, CALL idivm.maintain_all()';
+  END IF;
+  PERFORM pg_advisory_xact_lock({LOCK_CLASS}, CAST(view_id AS int));  -- the CLI's and the scheduler's lock
+  BEGIN
+    SELECT x.last_snapshot, x.stale_reason, x.mode, CAST(pg_current_snapshot() AS text) AS now
+      INTO v FROM idivm.views AS x WHERE x.id = view_id FOR UPDATE;
+  EXCEPTION WHEN serialization_failure THEN
+    r.outcome := 'skipped';
+    r.message := r.view_name || ': skipped: another session maintained it after this transaction took its snapshot';
+    RETURN r;
+  END;
+  IF v.mode = 'immediate' THEN
+    r.outcome := 'skipped';
+    r.message := r.view_name || ': skipped: maintained immediately by its writers: nothing to do';
+    RETURN r;
+  END IF;
+  IF v.stale_reason IS NOT NULL THEN
+    RAISE EXCEPTION '%', CASE WHEN v.stale_reason LIKE 'base table %' AND v.stale_reason LIKE '% was dropped'
+      THEN format('view %s is stale (%s); recreate the table and run `idivm refresh %s`, or drop the view (`idivm drop-view %s`)',
+                  r.view_name, v.stale_reason, r.view_name, r.view_name)
+      ELSE format('view %s is stale (%s); run `idivm refresh %s` to rebuild it from its definition',
+                  r.view_name, v.stale_reason, r.view_name) END
+      USING ERRCODE = 'object_not_in_prerequisite_state';
+  END IF;
+  PERFORM set_config('random_page_cost', CAST(least(CAST(page_cost AS float8), 1.1) AS text), true);
+  IF transaction_owned THEN  -- idivm's own transaction (the procedure): its commit need not wait for the WAL flush
+    PERFORM set_config('synchronous_commit', 'off', true);
+  END IF;
+  IF to_regprocedure(format('idivm.%I(text)', 'maintain_' || view_id)) IS NULL THEN
+    RAISE EXCEPTION 'view % has no server-side maintenance function; run `idivm init` to compile it', r.view_name
+      USING ERRCODE = 'object_not_in_prerequisite_state';
+  END IF;
+  EXECUTE format('SELECT idivm.%I($1)', 'maintain_' || view_id) INTO result USING v.last_snapshot;
+  PERFORM set_config('random_page_cost', page_cost, true);
+  r.changes := result[1];
+  r.statements := result[2];
+  r.view_rows := result[3];
+  r.ms := extract(epoch FROM clock_timestamp() - started) * 1000;
+  UPDATE idivm.views SET last_snapshot = v.now, last_maintained_at = now(), last_attempt_at = now(),
+    last_duration_ms = r.ms, last_changes = r.changes, consecutive_failures = 0, last_error = NULL
+  WHERE id = view_id;
+  r.outcome := 'maintained';
+  r.message := format('%s: %s %s, %s %s, %s %s touched in %s ms', r.view_name,
+    r.changes, CASE WHEN r.changes = 1 THEN 'effective change' ELSE 'effective changes' END,
+    r.statements, CASE WHEN r.statements = 1 THEN 'statement' ELSE 'statements' END,
+    r.view_rows, CASE WHEN r.view_rows = 1 THEN 'view row' ELSE 'view rows' END, to_char(r.ms, 'FM9999999990.0'));
+  RETURN r;
+END
+$body$
+"""
+
+_RESOLVE = """
+CREATE OR REPLACE FUNCTION idivm.view_id(view_name text) RETURNS bigint LANGUAGE plpgsql STABLE AS $body$
+DECLARE
+  parts text[];
+  found bigint;
+BEGIN
+  BEGIN
+    parts := parse_ident(view_name);
+  EXCEPTION WHEN invalid_parameter_value THEN
+    RAISE EXCEPTION 'not a view name: %', quote_literal(view_name) USING ERRCODE = 'invalid_name';
+  END;
+  IF cardinality(parts) > 2 THEN
+    RAISE EXCEPTION 'not a view name: % (write view or schema.view)', quote_literal(view_name) USING ERRCODE = 'invalid_name';
+  END IF;
+  SELECT x.id INTO found FROM idivm.views AS x
+  WHERE x.schema_name = CASE WHEN cardinality(parts) = 2 THEN parts[1] ELSE current_schema() END
+    AND x.view_name = parts[cardinality(parts)];
+  IF found IS NULL THEN
+    RAISE EXCEPTION 'no maintained view named %', view_name USING ERRCODE = 'undefined_object',
+      HINT = 'idivm list shows the maintained views, as their names must be typed';
+  END IF;
+  RETURN found;
+END
+$body$
+"""
+
+_MAINTAIN = f"""
+CREATE OR REPLACE FUNCTION idivm.maintain(view_name text) RETURNS {REPORT_TYPE} LANGUAGE sql AS $body$
+  SELECT idivm.maintain_view(idivm.view_id(view_name), false)
+$body$
+"""
+
+_PRUNE = """
+CREATE OR REPLACE FUNCTION idivm.prune_logs(captured_ids bigint[]) RETURNS void LANGUAGE plpgsql
+SET client_min_messages = warning AS $body$
+DECLARE
+  b record;
+BEGIN
+  FOR b IN
+    SELECT c.id, c.log_table, coalesce(c.pruned_below, '0') AS low,
+           coalesce(min(pg_snapshot_xmin(CAST(v.last_snapshot AS pg_snapshot))), pg_snapshot_xmin(pg_current_snapshot())) AS consumed_below,
+           coalesce(min(pg_snapshot_xmax(CAST(v.last_snapshot AS pg_snapshot))), pg_snapshot_xmax(pg_current_snapshot())) AS high
+    FROM idivm.captured_tables AS c LEFT JOIN (idivm.view_inputs AS vi JOIN idivm.views AS v
+      ON v.id = vi.view_id AND v.mode = 'deferred') ON vi.captured_table_id = c.id
+    WHERE c.id = ANY (captured_ids) GROUP BY c.id, c.log_table, c.pruned_below ORDER BY c.id
+  LOOP
+    EXECUTE format('DELETE FROM %s AS l WHERE l.xid >= CAST(%L AS xid8) AND l.xid < CAST(%L AS xid8) '
+                   'AND NOT EXISTS (SELECT 1 FROM idivm.view_inputs AS vi JOIN idivm.views AS v ON v.id = vi.view_id '
+                   'WHERE vi.captured_table_id = %s AND v.mode = %L '
+                   'AND NOT pg_visible_in_snapshot(l.xid, CAST(v.last_snapshot AS pg_snapshot)))',
+                   b.log_table, b.low, b.high, b.id, 'deferred');
+    UPDATE idivm.captured_tables SET pruned_below = b.consumed_below
+    WHERE id = b.id AND (pruned_below IS NULL OR pruned_below < b.consumed_below);
+  END LOOP;
+END
+$body$
+"""
+
+_MAINTAIN_ALL = f"""
+CREATE OR REPLACE PROCEDURE idivm.maintain_all(views text[] DEFAULT NULL) LANGUAGE plpgsql AS $body$
+DECLARE
+  ids bigint[];
+  vid bigint;
+  r {REPORT_TYPE};
+  failed text[] := ARRAY[]::text[];
+  cause text;
+  shown text;
+  inputs bigint[];
+BEGIN
+  IF views IS NULL THEN
+    SELECT array_agg(x.id ORDER BY x.id) INTO ids FROM idivm.views AS x;
+  ELSE
+    SELECT array_agg(idivm.view_id(n) ORDER BY o) INTO ids FROM unnest(views) WITH ORDINALITY AS u(n, o);
+  END IF;
+  -- a view after the maintained views it reads (their storage tables are its captured inputs)
+  WITH RECURSIVE edge AS (
+    SELECT vi.view_id, lower.id AS reads FROM idivm.view_inputs AS vi
+    JOIN idivm.captured_tables AS c ON c.id = vi.captured_table_id
+    JOIN idivm.views AS lower ON c.schema_name = 'idivm' AND c.table_name = 'view_' || lower.id
+  ), depth(id, d) AS (
+    SELECT x.id, 0 FROM idivm.views AS x
+    UNION ALL
+    SELECT e.view_id, depth.d + 1 FROM depth JOIN edge AS e ON e.reads = depth.id WHERE depth.d < 100
+  )
+  SELECT array_agg(q.id ORDER BY q.d, q.id) INTO ids
+  FROM (SELECT depth.id, max(depth.d) AS d FROM depth WHERE depth.id = ANY (ids) GROUP BY depth.id) AS q;
+  FOREACH vid IN ARRAY coalesce(ids, ARRAY[]::bigint[]) LOOP
+    SELECT format('%I.%I', x.schema_name, x.view_name) INTO shown FROM idivm.views AS x WHERE x.id = vid;
+    CONTINUE WHEN shown IS NULL;  -- dropped meanwhile
+    PERFORM pg_advisory_lock({LOCK_CLASS}, CAST(vid AS int));  -- before the maintenance transaction's snapshot
+    COMMIT;
+    SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
+    cause := NULL;
+    BEGIN
+      r := idivm.maintain_view(vid, true);
+    EXCEPTION WHEN OTHERS THEN
+      cause := SQLERRM;
+    END;
+    COMMIT;
+    IF cause IS NOT NULL AND cause LIKE 'view % is stale (%' THEN
+      RAISE WARNING '%: skipped: %', shown, cause;
+    ELSIF cause IS NOT NULL THEN
+      failed := failed || format('%s: FAILED: %s', shown, cause);
+      RAISE WARNING '%: FAILED: %', shown, cause;
+      UPDATE idivm.views SET consecutive_failures = consecutive_failures + 1, last_error = cause,
+        last_attempt_at = now() WHERE id = vid;
+    ELSE
+      RAISE NOTICE '%', r.message;
+    END IF;
+    IF cause IS NULL AND r.changes > 0 THEN  -- consumed something: prune what every view over its tables has
+      SELECT array_agg(vi.captured_table_id) INTO inputs FROM idivm.view_inputs AS vi WHERE vi.view_id = vid;
+      BEGIN
+        PERFORM set_config('synchronous_commit', 'off', true);
+        PERFORM idivm.prune_logs(inputs);
+      EXCEPTION WHEN OTHERS THEN
+        NULL;  -- pruning is an optimisation: what stays is pruned by the next one
+      END;
+    END IF;
+    PERFORM pg_advisory_unlock({LOCK_CLASS}, CAST(vid AS int));
+    COMMIT;
+  END LOOP;
+  IF cardinality(failed) > 0 THEN
+    RAISE EXCEPTION 'idivm.maintain_all: % of % views failed: %', cardinality(failed), cardinality(ids),
+      array_to_string(failed, '; ') USING ERRCODE = 'triggered_action_exception';
+  END IF;
+END
+$body$
+"""
+
+
+def install_functions(conn: Connection) -> None:
+    """The generic functions and the report type (idempotent; init and upgrades run it)."""
+    if conn.execute(sa.text("SELECT to_regtype('idivm.maintenance_report')")).scalar() is None:
+        run(conn, f"CREATE TYPE {REPORT_TYPE} AS (view_name text, outcome text, changes bigint, statements bigint, "
+                  "view_rows bigint, ms double precision, message text)")
+    for text in (_RESOLVE, _MAINTAIN_VIEW, _MAINTAIN, _PRUNE, _MAINTAIN_ALL):
+        run(conn, text)
+    for signature in ("maintain_view(bigint, boolean)", "maintain(text)", "view_id(text)", "prune_logs(bigint[])"):
+        run(conn, f"REVOKE ALL ON FUNCTION idivm.{signature} FROM PUBLIC")
+    run(conn, "REVOKE ALL ON PROCEDURE idivm.maintain_all(text[]) FROM PUBLIC")
+
+
