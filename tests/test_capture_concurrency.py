@@ -138,9 +138,10 @@ def test_terminated_maintenance_leaves_view_and_log_intact(fresh_db, engine, dev
             break
         time.sleep(0.05)
     assert victim is not None, "maintenance never blocked"
-    # the Δ-script runs as one batch, so the waiting query is the whole script; only its UPDATE of
-    # prices touches the locked rows, so waiting means the deletes before it have run
-    assert 'UPDATE "idivm"."view_' in victim[1], victim[1]  # the view's storage table
+    # the Δ-script runs in the view's compiled maintenance function (server_maintenance.py), so the
+    # waiting query is its call; only the script's UPDATE of prices touches the locked rows, so
+    # waiting means the deletes before it have run
+    assert '"idivm"."maintain_' in victim[1], victim[1]
     devices_db.execute("SELECT pg_terminate_backend(%s)", (victim[0],))
     t.join(timeout=60)
     blocker.rollback()

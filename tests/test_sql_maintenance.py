@@ -318,3 +318,28 @@ def test_init_compiles_the_functions_for_views_registered_before_them(engine, db
     engine.init()
     assert _maintain_in_sql(db, "cost")[2] > 0
     assert_equal_multiset(db, "cost", sql, cols)
+
+
+def test_large_and_small_rounds_alternate(engine, db):
+    """A round of more than 1,000 effective changes runs the compiled function's statements planned
+    for its sizes, a small one the plans kept for the session: alternating them, in one session and
+    through the API, every strategy stays exact."""
+    db.execute(SCHEMA)
+    db.execute("INSERT INTO parts SELECT g, g FROM generate_series(41, 3000) g")
+    db.execute("INSERT INTO devices_parts SELECT 1 + g % 30, g FROM generate_series(41, 3000) g")
+    names = _register(engine)
+    rng = random.Random(11)
+    for round_ in range(4):
+        db.execute("UPDATE parts SET price = price + 1")  # about 3,000 changes
+        _random_writes(db, rng, 5)
+        with db.transaction():  # this session keeps its plans between the rounds
+            db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            changes = [db.execute("SELECT changes FROM idivm.maintain(%s)", (n,)).fetchone()[0]
+                       for n in names if n.startswith("phone_parts")]
+        assert all(c > 1000 for c in changes), changes
+        engine.maintain()
+        _check(db, names)
+        _random_writes(db, rng, 3)
+        for name in names:
+            _maintain_in_sql(db, name)
+        _check(db, names)

@@ -148,7 +148,7 @@ def sync_logging(conn: Connection) -> None:
             enable_always(conn, t.qualified)
         elif not t.needed and t.enabled:
             run(conn, f"ALTER TABLE {t.qualified} " + ", ".join(f"DISABLE TRIGGER {ident(trg)}" for trg in TRIGGERS))
-            catalog.prune_log(conn, t.id, t.log_table)
+            catalog.prune_log(conn, t.id)
 
 
 def install_function(conn: Connection, captured_id: int, info: TableInfo, threshold: Threshold) -> None:

@@ -212,12 +212,12 @@ def captured_ids_by_table(conn: Connection, view_id: int) -> dict[tuple[str, str
     return {(r.schema_name, r.table_name): r.id for r in view_inputs(conn, view_id)}
 
 
-def prune_log(conn: Connection, captured_id: int, log_table: str) -> None:
+def prune_log(conn: Connection, captured_id: int) -> None:
     """prune_logs() of one log."""
-    prune_logs(conn, [(captured_id, log_table)])
+    prune_logs(conn, [captured_id])
 
 
-def prune_logs(conn: Connection, logs: list[tuple[int, str]], asynchronous: bool = False) -> None:
+def prune_logs(conn: Connection, captured_ids: list[int], asynchronous: bool = False, then: str | None = None) -> None:
     """Delete the log rows that every deferred view over each (captured id, log table) has consumed:
     ``idivm.prune_logs(ids)``, the server-side function that `CALL idivm.maintain_all()` prunes with
     too (engines/postgres/server_maintenance.py, installed by init), in one round trip. It deletes
@@ -234,12 +234,16 @@ def prune_logs(conn: Connection, logs: list[tuple[int, str]], asynchronous: bool
     So the rows kept for a view that is maintained rarely are not read again by every prune of the
     views maintained often. `asynchronous` (for a caller in autocommit mode): that round trip
     commits without waiting for its WAL flush (a prune lost in a crash is simply done again by the
-    next one). With no deferred view over a table, every row visible now is consumed."""
-    if not logs:
-        return
-    ids = ", ".join(str(int(cid)) for cid, _ in logs)
+    next one). With no deferred view over a table, every row visible now is consumed. `then`: a
+    statement of the caller's sent in the same round trip, after the prune."""
+    ids = ", ".join(str(int(cid)) for cid in captured_ids)
     statements = ["SET LOCAL synchronous_commit = off"] if asynchronous else []  # the batch is one transaction
-    run_batch(conn, statements + [f"SELECT idivm.prune_logs(ARRAY[{ids}]::bigint[])"])
+    if ids:
+        statements.append(f"SELECT idivm.prune_logs(ARRAY[{ids}]::bigint[])")
+    if then:
+        statements.append(then)
+    if statements:
+        run_batch(conn, statements)
 
 
 # -- views over views -------------------------------------------------------------------------

@@ -28,10 +28,12 @@ from ...errors import IdivmError, first_line
 from ...catalog import repository as catalog
 from ...introspect.reflect import table_info
 from ...names import counted, display_name
-from ...sqltext import run_batch
+from ...sqltext import run, run_batch, string_literal
 from .instances import build_instances, forget_instances
+from .maintenance_lock import LOCK_CLASS
+from .server_maintenance import RESULT, view_function
 
-LOCK_CLASS = 0x1D1B  # advisory lock namespace for view maintenance
+__all__ = ["LOCK_CLASS", "MaintenanceReport", "Busy", "Stale", "maintain_view", "run_maintenance", "stored_script"]
 
 
 @dataclass
@@ -106,6 +108,7 @@ def maintain_view(engine: Engine, view_id: int, name: str,
         got = lock_conn.execute(sa.text(f"SELECT {lock}(:c, :v)"), {"c": LOCK_CLASS, "v": view_id}).scalar()
         if got is False:
             raise Busy(f"view {name} is being maintained by another session")
+        unlocked = False
         try:
             with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
                 if on_connection is not None:
@@ -119,9 +122,9 @@ def maintain_view(engine: Engine, view_id: int, name: str,
                         _record_failure(lock_conn, view_id, e)
                     raise
             if report.changes:  # nothing consumed, nothing to prune
-                _prune(lock_conn, inputs)
+                unlocked = _prune_and_unlock(lock_conn, inputs, view_id)
         finally:
-            if not lock_conn.closed and not lock_conn.invalidated:
+            if not unlocked and not lock_conn.closed and not lock_conn.invalidated:
                 lock_conn.execute(sa.text("SELECT pg_advisory_unlock(:c, :v)"), {"c": LOCK_CLASS, "v": view_id})
     return report
 
@@ -157,9 +160,11 @@ TRANSACTION_SETTINGS = (
 def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, before_commit,
                     script=stored_script) -> list[sa.Row]:
     """The maintenance transaction's work, in a transaction the caller opened (REPEATABLE READ, its
-    snapshot taken after any locks the caller needs); returns the view's inputs (for pruning)."""
+    snapshot taken after any locks the caller needs); returns the captured ids of the view's inputs (for pruning)."""
     started = time.perf_counter()
-    row = catalog.lock_for_maintenance(conn, view_id, TRANSACTION_SETTINGS)
+    function = view_function(view_id)
+    compiled = f"to_regprocedure({string_literal(function + '(text)')}) IS NOT NULL AS compiled"
+    row = catalog.lock_for_maintenance(conn, view_id, f"{TRANSACTION_SETTINGS}, {compiled}")
     if row is None:
         raise IdivmError(f"view {report.view} was dropped while being maintained")
     if row.mode == "immediate":  # its writers maintain it; consuming the log would apply changes twice
@@ -174,6 +179,17 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
                         f"`idivm refresh {report.view}`, or drop the view (`idivm drop-view {report.view}`)")
         raise Stale(f"view {report.view} is stale ({row.stale_reason}); run `idivm refresh {report.view}` "
                     "to rebuild it from its definition")
+    if script is stored_script and row.compiled:  # this engine, compiled: the whole maintenance in one round trip
+        result, ids, schemas, names = run(conn, f"SELECT {function}(%(s)s), {INPUT_ARRAYS}",  # psycopg's errors, as batches raise
+                                          {"s": row.last_snapshot, "v": view_id}).fetchone()
+        figures = dict(zip(RESULT, result))
+        report.changes, report.statements = int(figures["changes"]), int(figures["statements"])
+        report.rows_affected = int(figures["view_rows"])
+        for part in ("i-diffs", "cache", "view"):
+            report.breakdown[part] = figures[part] / 1000
+        for s_, t_, n in zip(schemas, names, result[len(RESULT):]):  # the function's inputs, in captured id order
+            report.per_table[display_name(s_, t_)] = int(n)
+        return _finish(conn, view_id, row, report, before_commit, started, list(ids))
     changed: dict[int, int] = {}
     inputs = catalog.view_inputs(conn, view_id, reflect=True)
     counts = build_instances(conn, view_id, [(t.id, t.log_table, table_info(t.schema_name, t.table_name, t.columns),
@@ -193,6 +209,17 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
             report.breakdown[role] += time.perf_counter() - t0
             report.statements += len(texts)
             report.rows_affected += sum(max(n, 0) for _, n in results)
+    return _finish(conn, view_id, row, report, before_commit, started, [t.id for t in inputs])
+
+
+# the captured ids, schemas and names of a view's inputs (parameter: the view id), in captured id order
+INPUT_ARRAYS = ", ".join(
+    f"ARRAY(SELECT c.{col} FROM idivm.view_inputs AS vi JOIN idivm.captured_tables AS c ON c.id = vi.captured_table_id "
+    f"WHERE vi.view_id = %(v)s ORDER BY c.id)" for col in ("id", "schema_name", "table_name"))
+
+
+def _finish(conn: Connection, view_id: int, row, report: MaintenanceReport, before_commit, started: float,
+            inputs: list[int]) -> list[int]:
     if before_commit:
         before_commit(conn)
     report.seconds = time.perf_counter() - started
@@ -200,10 +227,14 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
     return inputs
 
 
-def _prune(conn: Connection, inputs: list[sa.Row]) -> None:
-    """Delete log rows that every view over the table has consumed (autocommit, two round trips for
-    all logs, committed asynchronously: a prune lost in a crash is simply done again by the next one)."""
+def _prune_and_unlock(conn: Connection, captured_ids: list[int], view_id: int) -> bool:
+    """Delete log rows that every view over the tables has consumed (catalog.prune_logs) and release the
+    view's lock, in one round trip (autocommit, committed asynchronously: a prune lost in a crash is
+    simply done again by the next one). Pruning is an optimisation: if it fails, the lock is still
+    released (the caller's finally)."""
     try:
-        catalog.prune_logs(conn, [(t.id, t.log_table) for t in inputs], asynchronous=True)
+        catalog.prune_logs(conn, captured_ids, asynchronous=True,
+                           then=f"SELECT pg_advisory_unlock({LOCK_CLASS}, {int(view_id)})")
     except (sa.exc.DBAPIError, psycopg.Error):
-        pass  # pruning is an optimisation; the rows are consumed again by nobody
+        return False
+    return True

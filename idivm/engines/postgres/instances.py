@@ -9,6 +9,10 @@ exact whatever order nested writes were logged in), so every instance is
 effective (C1-C3).
 
 Columns: kind, pre__<col> and post__<col> for every column of the table.
+
+Built here, from Python, for the Spark engine's maintenance (which reads these tables and computes
+part of the Δ-script there); on PostgreSQL alone the view's compiled function builds its own
+instances with the same fold and window, server-side (server_maintenance.py).
 """
 from __future__ import annotations
 

@@ -9,6 +9,10 @@ emptied at commit). Abstract relations are bound here
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Callable
+
 from sqlglot import exp
 
 from ...program import relations as R
@@ -23,6 +27,21 @@ def delta_table_name(captured_id: int) -> str:
     return f"idivm_delta_{int(captured_id)}"
 
 
+_DELTA_NAME: ContextVar[Callable[[int], str]] = ContextVar("delta_name", default=delta_table_name)
+
+
+@contextmanager
+def delta_names(name: Callable[[int], str]):
+    """Within the block, Δ[t] binds to pg_temp.<name(captured id)> instead of delta_table_name: the
+    SQL-callable maintenance function of a view keeps i-diff tables of its own
+    (server_maintenance.py), whose columns are those that view reads."""
+    token = _DELTA_NAME.set(name)
+    try:
+        yield
+    finally:
+        _DELTA_NAME.reset(token)
+
+
 def delta_table(captured_id: int) -> str:
     """The per-maintenance i-diff instance table of one captured base table (quoted)."""
     return qualified("pg_temp", delta_table_name(captured_id))
@@ -30,7 +49,7 @@ def delta_table(captured_id: int) -> str:
 
 def _bind(rel: R.Relation) -> exp.Expression:
     if rel.kind == R.DELTA:
-        return table_expr("pg_temp", delta_table_name(int(rel.name)))
+        return table_expr("pg_temp", _DELTA_NAME.get()(int(rel.name)))
     if rel.kind == R.SCRATCH:
         return table_expr("pg_temp", rel.name)
     if rel.kind == R.RETURNED:

@@ -4,7 +4,7 @@ Deferred maintenance without a Python process: pg_cron (or any scheduler that ru
 procedure, and an application can bring a view up to date inside its own transaction before it
 reads it. The work is the same as the Python executor's (executor.py), server-side:
 
-- **Per view, compiled at registration**: ``idivm.maintain_<id>(last_snapshot)`` builds the view's
+- **Per view, compiled at registration**: ``idivm.maintain_<id>(snapshot)`` builds the view's
   effective i-diff instances from its logs with the same fold (capture/fold.py) and the same
   window (catalog.unconsumed: the log rows of transactions not visible in the view's last
   snapshot), then runs the view's stored Δ-script statements, each only when the table whose
@@ -49,9 +49,12 @@ from ...capture.fold import fold_select, log_images
 from ...catalog import repository as catalog
 from ...introspect.reflect import table_info
 from ...names import display_name
-from ...sqltext import qualified, run, string_literal
-from .executor import LOCK_CLASS
-from .render import as_plpgsql, delta_table, split_analyze, SCRATCH_DO, SCRATCH_END
+from ...program.serialize import from_json
+from ...program.steps import CACHE_ROLE, VIEW_ROLE
+from ...sqltext import ident, qualified, run, string_literal
+from .maintenance_lock import LOCK_CLASS
+from .immediate import SMALL_CHANGES
+from .render import SCRATCH_DO, SCRATCH_END, SCRATCH_TRUNCATE_BYTES, as_plpgsql, delta_names, render, split_analyze
 
 REPORT_TYPE = qualified("idivm", "maintenance_report")
 
@@ -61,84 +64,138 @@ def view_function(view_id: int) -> str:
     return qualified("idivm", f"maintain_{int(view_id)}")
 
 
-def _dynamic(text: str, counted: bool) -> str:
-    """PL/pgSQL running one stored statement as dynamic SQL (planned with each run's i-diff sizes, as
-    the Python executor's statements are), adding the rows it wrote to `touched`."""
+def view_delta(view_id: int, captured_id: int) -> str:
+    """The name of the per-view function's i-diff instance of one captured table (in pg_temp): a view's
+    own, since it holds the columns that view reads (the Python executor's and immediate mode's
+    instances, pg_temp.idivm_delta_<captured id>, hold every column of the table)."""
+    return f"idivm_d{int(view_id)}_{int(captured_id)}"
+
+
+# What the per-view function returns, in this order (a float8[]): then each input's effective changes
+RESULT = ("changes", "statements", "view_rows", "i-diffs", CACHE_ROLE, VIEW_ROLE)
+
+
+def _counted(text: str) -> str:
+    """PL/pgSQL of one stored statement's write, counted: static SQL in a small round (its plan kept
+    for the session, as immediate mode's), EXECUTE (planned for the round's sizes) in a large one."""
     write, analyze = split_analyze(text)
-    out = f"EXECUTE {string_literal(write)};"
-    if counted:
-        out += " GET DIAGNOSTICS n = ROW_COUNT; touched := touched + greatest(n, 0); statements := statements + 1;"
+    static = "\n".join("        " + line for line in as_plpgsql(write).splitlines())
+    out = (f"      IF idivm_small THEN\n{static}\n      ELSE\n        EXECUTE {string_literal(write)};\n      END IF;\n"
+           "      GET DIAGNOSTICS idivm_n = ROW_COUNT; idivm_touched := idivm_touched + greatest(idivm_n, 0); idivm_statements := idivm_statements + 1;")
     if analyze is not None:
-        out += f" EXECUTE {string_literal(analyze)};"
+        out += f"\n      {analyze};"
     return out
 
 
 def _statement(text: str) -> str:
     if text.startswith(SCRATCH_DO) and text.endswith(SCRATCH_END):  # a scratch table: its DO block's body, inline
-        return as_plpgsql(text) + " statements := statements + 1;"
-    return _dynamic(text, counted=True)
+        return f"      {as_plpgsql(text)}\n      idivm_statements := idivm_statements + 1;"
+    return _counted(text)
 
 
-def view_function_body(view_id: int, shown: str, inputs: list[tuple[int, str, object]], statements: list) -> str:
-    """The body of idivm.maintain_<id>(last_snapshot text) RETURNS bigint[] (changes, statements, view
-    rows touched). inputs: (captured id, log table, TableInfo of the columns the view reads)."""
-    declare = ["n bigint;", "changes bigint := 0;", "statements bigint := 0;", "touched bigint := 0;",
-               "own xid8 := pg_current_xact_id_if_assigned();"]
-    declare += [f"changed_{cid} bigint;" for cid, _, _ in inputs]
-    own_writes, fill, drop = [], [], []
+def view_function_body(view_id: int, shown: str, inputs: list[tuple[int, str, object]],
+                       rendered: list[tuple[object, str]]) -> str:
+    """The body of idivm.maintain_<id>(idivm_snapshot text) RETURNS float8[] (RESULT, then each input's
+    changes). inputs: (captured id, log table, TableInfo of the columns the view reads); rendered:
+    the view's program as (step, text), its i-diffs bound to view_delta.
+
+    Like immediate mode's apply function, a round of at most SMALL_CHANGES effective changes runs the
+    statements as static SQL whose plans the session keeps (made for small i-diffs: the instance
+    tables are analyzed once, while empty, and sized by their pages afterwards); a larger round
+    analyzes them and runs every statement through EXECUTE, then truncates them and analyzes them
+    empty again, so that the kept plans stay those of small rounds."""
+    # every variable is prefixed: the Δ-script's static statements could name a column "n" or "changes"
+    declare = ["idivm_n bigint;", "idivm_changes bigint := 0;", "idivm_statements bigint := 0;",
+               "idivm_touched bigint := 0;", "idivm_own xid8 := pg_current_xact_id_if_assigned();",
+               "idivm_small boolean;", "idivm_started timestamptz := clock_timestamp();", "idivm_mark timestamptz;",
+               "idivm_idiffs_ms float8;", "idivm_cache_ms float8 := 0;", "idivm_view_ms float8 := 0;"]
+    declare += [f"idivm_changed_{cid} bigint;" for cid, _, _ in inputs]
+    own_writes, fill, analyze, reset = [], [], [], []
     for cid, log, info in inputs:
-        msg = string_literal(f"this transaction wrote to {display_name(info.schema, info.name)}, which view {shown} reads; maintain the "
-                             "view in a transaction that has not written to its tables (it applies the changes "
-                             "committed before that transaction's snapshot)")
-        own_writes.append(f"    IF EXISTS (SELECT 1 FROM {log} AS l WHERE l.xid = own) THEN\n"
-                          f"      RAISE EXCEPTION USING MESSAGE = {msg}, ERRCODE = 'object_not_in_prerequisite_state';\n    END IF;")
-        target = delta_table(cid)
+        msg = string_literal(f"this transaction wrote to {display_name(info.schema, info.name)}, which view {shown} "
+                             "reads; maintain the view in a transaction that has not written to its tables (it "
+                             "applies the changes committed before that transaction's snapshot)")
+        own_writes.append(f"    IF EXISTS (SELECT 1 FROM {log} AS l WHERE l.xid = idivm_own) THEN\n"
+                          f"      RAISE EXCEPTION USING MESSAGE = {msg}, ERRCODE = 'object_not_in_prerequisite_state';\n"
+                          "    END IF;")
+        target = qualified("pg_temp", view_delta(view_id, cid))
+        regclass = f"to_regclass({string_literal(target)})"
         window = catalog.unconsumed("l", view_id, snapshot_sql="CAST($1 AS pg_snapshot)")
         select = fold_select(info, log_images(log, window), list(info.column_names))
-        fill.append(f"  IF to_regclass({string_literal(target)}) IS NOT NULL THEN DROP TABLE {target}; END IF;\n"
-                    f"  EXECUTE {string_literal(f'CREATE TEMP TABLE {target} AS {select}')} USING last_snapshot;\n"
-                    f"  GET DIAGNOSTICS changed_{cid} = ROW_COUNT;\n"
-                    f"  ANALYZE {target};\n"
-                    f"  changes := changes + changed_{cid};")
-        drop.append(f"  DROP TABLE {target};")
+        insert = string_literal(f"INSERT INTO {target} {select}")
+        refill = string_literal(f"WITH {ident('emptied')} AS (DELETE FROM {target}) INSERT INTO {target} {select}")
+        create = string_literal(f"CREATE TEMP TABLE {target} ON COMMIT PRESERVE ROWS AS {select} WITH NO DATA")
+        fill.append(f"""  IF {regclass} IS NULL THEN
+    EXECUTE {create} USING idivm_snapshot;
+    ANALYZE {target};
+    EXECUTE {insert} USING idivm_snapshot;
+  ELSIF pg_relation_size({regclass}) > {SCRATCH_TRUNCATE_BYTES} THEN
+    TRUNCATE {target};
+    EXECUTE {insert} USING idivm_snapshot;
+  ELSE  -- the previous round's rows go in the same statement (it cannot see the rows it adds)
+    EXECUTE {refill} USING idivm_snapshot;
+  END IF;
+  GET DIAGNOSTICS idivm_changed_{cid} = ROW_COUNT;
+  idivm_changes := idivm_changes + idivm_changed_{cid};""")
+        analyze.append(f"    ANALYZE {target};")
+        reset.append(f"    TRUNCATE {target};\n    ANALYZE {target};")
     script = []
-    for st in statements:
-        line = _statement(st.sql)
-        driven = st.driven_by is not None and any(cid == st.driven_by for cid, _, _ in inputs)
-        script.append(f"    IF changed_{int(st.driven_by)} > 0 THEN {line} END IF;" if driven else f"    {line}")
+    known = {cid for cid, _, _ in inputs}
+    for step, text in rendered:
+        line = _statement(text)
+        if step.driven_by is not None and step.driven_by in known:
+            line = f"    IF idivm_changed_{int(step.driven_by)} > 0 THEN\n{line}\n    END IF;"
+        else:
+            line = f"    BEGIN\n{line}\n    END;"
+        timer = "idivm_cache_ms" if step.role == CACHE_ROLE else "idivm_view_ms"
+        script.append(f"{line}\n    {timer} := {timer} + extract(epoch FROM clock_timestamp() - idivm_mark) * 1000; "
+                      "idivm_mark := clock_timestamp();")
     nl = "\n"
+    per_input = "".join(f", idivm_changed_{cid}" for cid, _, _ in inputs)
     return f"""
+#variable_conflict use_column
 DECLARE
 {nl.join('  ' + d for d in declare)}
 BEGIN
-  IF own IS NOT NULL THEN
+  IF idivm_own IS NOT NULL THEN
 {nl.join(own_writes)}
   END IF;
 {nl.join(fill)}
-  IF changes > 0 THEN
+  idivm_small := idivm_changes <= {SMALL_CHANGES};
+  IF NOT idivm_small THEN  -- statistics for the plans EXECUTE makes for this round
+{nl.join(analyze)}
+  END IF;
+  idivm_idiffs_ms := extract(epoch FROM clock_timestamp() - idivm_started) * 1000;
+  idivm_mark := clock_timestamp();
+  IF idivm_changes > 0 THEN
 {nl.join(script)}
   END IF;
-{nl.join(drop)}
-  RETURN ARRAY[changes, statements, touched];
+  IF NOT idivm_small THEN  -- back to empty tables analyzed empty: the kept plans stay those of small rounds
+{nl.join(reset)}
+  END IF;
+  RETURN ARRAY[idivm_changes, idivm_statements, idivm_touched, idivm_idiffs_ms, idivm_cache_ms, idivm_view_ms{per_input}]::float8[];
 END
 """
 
 
 def install_view_function(conn: Connection, view_id: int) -> None:
-    """(Re)create idivm.maintain_<id> from the view's stored statements and inputs (at registration,
-    rebuild and upgrade). A view whose base table is gone gets none: it is stale until refreshed."""
+    """(Re)create idivm.maintain_<id> from the view's Δ-program and inputs (at registration, rebuild
+    and upgrade). A view whose base table is gone, or that has no compiled program, gets none: it
+    is stale until refreshed, and the Python executor runs its stored statements."""
     row = catalog.view_by_id(conn, view_id)
-    shown = display_name(row.schema_name, row.view_name)
+    program = catalog.program_of(conn, view_id)
     inputs = []
     for t in catalog.view_inputs(conn, view_id, reflect=True):
-        if not t.columns:
+        if not t.columns or program is None:
             drop_view_function(conn, view_id)
             return
         info = table_info(t.schema_name, t.table_name, t.columns)
         read = set(t.read_columns) | set(info.key)
         inputs.append((t.id, t.log_table, replace(info, columns=tuple(c for c in info.columns if c[0] in read))))
-    body = view_function_body(view_id, shown, inputs, catalog.statements(conn, view_id))
-    run(conn, f"CREATE OR REPLACE FUNCTION {view_function(view_id)}(last_snapshot text) RETURNS bigint[] "
+    with delta_names(lambda cid: view_delta(view_id, cid)):
+        rendered = render(from_json(program))
+    body = view_function_body(view_id, display_name(row.schema_name, row.view_name), inputs, rendered)
+    run(conn, f"CREATE OR REPLACE FUNCTION {view_function(view_id)}(idivm_snapshot text) RETURNS float8[] "
               f"LANGUAGE plpgsql SET client_min_messages = warning AS {string_literal(body)}")
     run(conn, f"REVOKE ALL ON FUNCTION {view_function(view_id)}(text) FROM PUBLIC")
 
@@ -148,7 +205,7 @@ def drop_view_function(conn: Connection, view_id: int) -> None:
 
 
 def install_all_view_functions(conn: Connection) -> None:
-    """Per-view functions for every view that has none (views registered before this idivm)."""
+    """Per-view functions for every registered view (views registered before this idivm)."""
     for vid in catalog.view_ids(conn):
         install_view_function(conn, vid)
 
@@ -161,7 +218,7 @@ DECLARE
   v record;
   r {REPORT_TYPE};
   started timestamptz := clock_timestamp();
-  result bigint[];
+  result float8[];
   page_cost text := current_setting('random_page_cost');
 BEGIN
   SELECT format('%I.%I', x.schema_name, x.view_name) INTO r.view_name FROM idivm.views AS x WHERE x.id = view_id;

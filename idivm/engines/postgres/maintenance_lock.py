@@ -1,0 +1,7 @@
+"""The lock that serialises maintainers of one view: PostgreSQL advisory lock (LOCK_CLASS, view id).
+
+The Python executor takes it per session before the maintenance transaction's snapshot
+(executor.py), SQL-callable maintenance per transaction or per session (server_maintenance.py),
+the scheduler without waiting: all the same lock, so no two of them apply a view's changes at once.
+"""
+LOCK_CLASS = 0x1D1B  # advisory lock namespace for view maintenance
