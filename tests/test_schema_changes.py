@@ -3,6 +3,7 @@ triggers), maintenance refuses it with the reason, status shows it, `idivm refre
 (and the views over it); harmless DDL leaves views alone; drop-view cleans up after a rename."""
 from __future__ import annotations
 
+import psycopg
 import pytest
 
 import idivm
@@ -92,6 +93,28 @@ def test_changes_to_columns_no_view_reads_leave_views_alone(engine, tables):
         assert_equal_multiset(tables, name, sql, cols)
     tables.execute("ALTER TABLE parts ALTER COLUMN price TYPE bigint")  # read by all of them
     assert {s.view: s.stale_reason is not None for s in engine.status()} == {f"public.{n}": True for n, *_ in UNREAD}
+
+
+def test_immediate_views_survive_changes_to_columns_they_do_not_read(engine, tables, fresh_db):
+    """An immediate view's writers fold their changes into i-diffs of the columns the immediate views
+    read: dropping or renaming another column leaves the writers' triggers working and the view
+    exact, in a session that wrote before the change too; a second immediate view that reads more
+    columns reshapes that session's i-diff table instead of breaking its next write."""
+    engine.register_view("v", SQL, mode="immediate")
+    with psycopg.connect(fresh_db, autocommit=True) as app:  # a long-lived writer session
+        app.execute("UPDATE parts SET price = price + 1 WHERE pid = 1")
+        tables.execute("ALTER TABLE parts RENAME COLUMN note TO remark")
+        app.execute("UPDATE parts SET price = price + 1, remark = 'r' WHERE pid <= 6")
+        tables.execute("ALTER TABLE parts DROP COLUMN remark")
+        app.execute("INSERT INTO parts VALUES (300, 2, 9)")
+        assert_equal_multiset(tables, "v", SQL, COLS)
+        tables.execute("ALTER TABLE parts ADD COLUMN weight int")
+        engine.register_view("heavy", "SELECT pid, weight FROM parts WHERE weight > 3", mode="immediate")
+        app.execute("UPDATE parts SET weight = pid, price = price + 2 WHERE pid <= 10")
+        app.execute("DELETE FROM parts WHERE pid IN (2, 3)")
+    assert all(s.stale_reason is None for s in engine.status())
+    assert_equal_multiset(tables, "v", SQL, COLS)
+    assert_equal_multiset(tables, "heavy", "SELECT pid, weight FROM parts WHERE weight > 3", ["pid", "weight"])
 
 
 def test_maintain_exits_3_when_it_skipped_a_stale_view(engine, tables, fresh_db):

@@ -31,6 +31,13 @@ DECLARE
 BEGIN
   FOR cmd IN SELECT DISTINCT objid FROM pg_event_trigger_ddl_commands()
              WHERE classid = 'pg_class'::regclass LOOP  -- a table, or one of its columns (RENAME COLUMN)
+    IF EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = cmd.objid AND t.tgname = 'idivm_immediate_enter')
+       AND to_regprocedure('idivm.immediate_apply()') IS NOT NULL THEN
+      -- writers' sessions keep the plans of immediate mode's apply function, made for the table's row
+      -- type before this change (PostgreSQL does not invalidate them for it): touching the function's
+      -- definition makes every session compile it, and plan it, afresh
+      ALTER FUNCTION idivm.immediate_apply() SET client_min_messages = warning;
+    END IF;
     FOR inp IN
       SELECT vi.view_id, vi.columns, c.schema_name, c.table_name, c.key_columns
       FROM pg_trigger t

@@ -41,6 +41,8 @@ immediate -> deferred records the current snapshot as consumed.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -85,6 +87,18 @@ def _create_temp(name: str, columns: str) -> str:
     render._create_scratch)."""
     return (f"IF to_regclass({string_literal(name)}) IS NULL THEN "
             f"CREATE TEMP TABLE {name} ({columns}) ON COMMIT PRESERVE ROWS; ANALYZE {name}; END IF;")
+
+
+def _reshape(name: str, info: TableInfo) -> str:
+    """PL/pgSQL: drop a session's i-diff table whose columns are not those this function fills (it was
+    created by an apply function of an earlier set of immediate views, which read other columns);
+    the next statement creates it afresh. One catalog lookup per round."""
+    names = [R.KIND_COLUMN] + [R.pre(c) for c in info.column_names] + [R.post(c) for c in info.column_names]
+    wanted = "ARRAY[" + ", ".join(string_literal(n) for n in names) + "]::text[]"
+    reg = f"to_regclass({string_literal(name)})"
+    return (f"IF {reg} IS NOT NULL AND ARRAY(SELECT CAST(a.attname AS text) FROM pg_catalog.pg_attribute AS a "
+            f"WHERE a.attrelid = {reg} AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum) "
+            f"IS DISTINCT FROM {wanted} THEN DROP TABLE {name}; END IF;")
 
 
 def _empty_temp(name: str) -> str:
@@ -164,11 +178,12 @@ def _apply_body(views: list[sa.Row], inputs: dict[int, TableInfo], reads: dict[i
     fold = []
     for cid, info in sorted(inputs.items()):
         pending, target = pending_table(cid), delta_table(cid)
-        fold.append(f"""    {_create_temp(target, instance_columns(info))}
+        fold.append(f"""    {_reshape(target, info)}
+    {_create_temp(target, instance_columns(info))}
     DELETE FROM {target};
     {changed[cid]} := false;
     IF to_regclass({string_literal(pending)}) IS NOT NULL THEN
-      INSERT INTO {target} {fold_select(info, f"SELECT p.img, p.n FROM {pending} AS p")};
+      INSERT INTO {target} {fold_select(info, f"SELECT p.img, p.n FROM {pending} AS p", list(info.column_names))};
       GET DIAGNOSTICS folded = ROW_COUNT;
       {changed[cid]} := folded > 0;
       round_changes := round_changes + folded;
@@ -245,15 +260,20 @@ def sync(conn: Connection, readers_first: list[int]) -> None:
     readers: dict[int, list[str]] = {}
     scripts: dict[int, list[sa.Row]] = {}
     scratches: dict[int, list[str]] = {}
+    read: dict[int, set[str]] = {}
     for v in views:
         rows = catalog.view_inputs(conn, v.id, reflect=True)
         reads[v.id] = [t.id for t in rows]
         for t in rows:
             if t.columns and t.id not in inputs:
                 inputs[t.id] = table_info(t.schema_name, t.table_name, t.columns)
+            read.setdefault(t.id, set()).update(t.read_columns)
             readers.setdefault(t.id, []).append(display_name(v.schema_name, v.view_name))
         scripts[v.id] = catalog.statements(conn, v.id)
         scratches[v.id] = scratch_names(catalog.program_of(conn, v.id), v.id)
+    for cid, info in inputs.items():  # instances of the columns the views read: a column none of them reads
+        wanted = read[cid] | set(info.key)  # may be dropped or renamed without breaking the writers' triggers
+        inputs[cid] = replace(info, columns=tuple(c for c in info.columns if c[0] in wanted))
     for v in views:  # a table dropped under a (now stale) view: its reads drop out
         reads[v.id] = [c for c in reads[v.id] if c in inputs]
     order = [i for i in order if reads[i]]
