@@ -117,8 +117,14 @@ def test_profile_helper_times_every_statement_of_a_maintenance(server_dsn, tmp_p
     data = json.loads(out.read_text())
     assert data["view_equals_recomputation"] is True
     shapes = [s["shape"] for s in data["statements"]]
-    assert any(s.startswith("INSERT INTO \"pg_temp\".\"idivm_delta_") or "idivm_delta_" in s for s in shapes)
+    assert any("idivm.maintain_locked" in s for s in shapes), shapes  # one call of the compiled function
     assert 0 < data["statements_ms"] <= data["wall_ms"]
+    assert main(["--dsn", server_dsn, "--scale", "0.0005", "--diff", "3", "--repeat", "1", "--out", str(out),
+                 "--statements"]) == 0  # the statements one by one
+    data = json.loads(out.read_text())
+    assert data["view_equals_recomputation"] is True
+    shapes = [s["shape"] for s in data["statements"]]
+    assert any("idivm_delta_" in s for s in shapes) and any("UPDATE" in s for s in shapes), shapes
 
 
 def test_log_size_benchmark_runs_and_verifies(server_dsn, tmp_path):

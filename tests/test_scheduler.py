@@ -141,7 +141,7 @@ def _wait_until_blocked_on_view(db) -> None:
     deadline = time.monotonic() + 30
     while not db.execute("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
                          "AND datname = current_database() AND (query LIKE '%%\"v\"%%' "
-                         "OR query LIKE '%%\"idivm\".\"maintain\\_%%')").fetchone():  # the view's compiled function
+                         "OR query LIKE '%%idivm.maintain\\_locked%%')").fetchone():  # the view's compiled maintenance
         assert time.monotonic() < deadline, "the worker never reached the view"
         time.sleep(0.1)
 

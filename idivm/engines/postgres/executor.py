@@ -28,10 +28,10 @@ from ...errors import IdivmError, first_line
 from ...catalog import repository as catalog
 from ...introspect.reflect import table_info
 from ...names import counted, display_name
-from ...sqltext import run, run_batch, string_literal
+from ...sqltext import run, run_batch
 from .instances import build_instances, forget_instances
 from .maintenance_lock import LOCK_CLASS
-from .server_maintenance import RESULT, view_function
+from .server_maintenance import RESULT
 
 __all__ = ["LOCK_CLASS", "MaintenanceReport", "Busy", "Stale", "maintain_view", "run_maintenance", "stored_script"]
 
@@ -162,9 +162,37 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
     """The maintenance transaction's work, in a transaction the caller opened (REPEATABLE READ, its
     snapshot taken after any locks the caller needs); returns the captured ids of the view's inputs (for pruning)."""
     started = time.perf_counter()
-    function = view_function(view_id)
-    compiled = f"to_regprocedure({string_literal(function + '(text)')}) IS NOT NULL AS compiled"
-    row = catalog.lock_for_maintenance(conn, view_id, f"{TRANSACTION_SETTINGS}, {compiled}")
+    if script is stored_script:  # this engine: the whole maintenance in one server call (server_maintenance.py)
+        try:
+            outcome, message, result, ids, schemas, names = run(  # psycopg's errors, as batches raise
+                conn, f"SELECT m.outcome, m.message, m.figures, {INPUT_ARRAYS} "
+                      "FROM idivm.maintain_locked(%(v)s, true, %(shown)s) AS m",
+                {"v": view_id, "shown": report.view}).fetchone()
+        except psycopg.errors.ObjectNotInPrerequisiteState as e:
+            if f"view {report.view} is stale (" in str(e):
+                raise Stale(first_line(e)) from None
+            raise
+        except psycopg.errors.UndefinedObject as e:
+            raise IdivmError(first_line(e)) from None
+        if outcome == "skipped":  # immediate: its writers maintain it; consuming the log would apply changes twice
+            report.skipped = message.split(": skipped: ", 1)[1]
+            if before_commit:
+                before_commit(conn)
+            return []
+        if outcome == "maintained":
+            figures = dict(zip(RESULT, result))
+            report.changes, report.statements = int(figures["changes"]), int(figures["statements"])
+            report.rows_affected = int(figures["view_rows"])
+            for part in ("i-diffs", "cache", "view"):
+                report.breakdown[part] = figures[part] / 1000
+            for s_, t_, n in zip(schemas, names, result[len(RESULT):]):  # the function's inputs, in captured id order
+                report.per_table[display_name(s_, t_)] = int(n)
+            if before_commit:
+                before_commit(conn)
+            report.seconds = time.perf_counter() - started
+            return list(ids)
+        # "not compiled" (a view registered before idivm compiled them, until `idivm init`): statements below
+    row = catalog.lock_for_maintenance(conn, view_id, TRANSACTION_SETTINGS)
     if row is None:
         raise IdivmError(f"view {report.view} was dropped while being maintained")
     if row.mode == "immediate":  # its writers maintain it; consuming the log would apply changes twice
@@ -179,17 +207,6 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
                         f"`idivm refresh {report.view}`, or drop the view (`idivm drop-view {report.view}`)")
         raise Stale(f"view {report.view} is stale ({row.stale_reason}); run `idivm refresh {report.view}` "
                     "to rebuild it from its definition")
-    if script is stored_script and row.compiled:  # this engine, compiled: the whole maintenance in one round trip
-        result, ids, schemas, names = run(conn, f"SELECT {function}(%(s)s), {INPUT_ARRAYS}",  # psycopg's errors, as batches raise
-                                          {"s": row.last_snapshot, "v": view_id}).fetchone()
-        figures = dict(zip(RESULT, result))
-        report.changes, report.statements = int(figures["changes"]), int(figures["statements"])
-        report.rows_affected = int(figures["view_rows"])
-        for part in ("i-diffs", "cache", "view"):
-            report.breakdown[part] = figures[part] / 1000
-        for s_, t_, n in zip(schemas, names, result[len(RESULT):]):  # the function's inputs, in captured id order
-            report.per_table[display_name(s_, t_)] = int(n)
-        return _finish(conn, view_id, row, report, before_commit, started, list(ids))
     changed: dict[int, int] = {}
     inputs = catalog.view_inputs(conn, view_id, reflect=True)
     counts = build_instances(conn, view_id, [(t.id, t.log_table, table_info(t.schema_name, t.table_name, t.columns),

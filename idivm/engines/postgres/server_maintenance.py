@@ -211,15 +211,69 @@ def install_all_view_functions(conn: Connection) -> None:
 
 
 # The generic functions, installed by init (operate/install.py).
+_MAINTAIN_LOCKED = """
+CREATE OR REPLACE FUNCTION idivm.maintain_locked(view_id bigint, transaction_owned boolean, shown text,
+  OUT outcome text, OUT message text, OUT figures float8[], OUT ms float8)
+LANGUAGE plpgsql SET client_min_messages = warning AS $body$
+DECLARE
+  v record;
+  started timestamptz := clock_timestamp();
+  page_cost text := current_setting('random_page_cost');
+BEGIN
+  BEGIN
+    SELECT x.last_snapshot, x.stale_reason, x.mode, CAST(pg_current_snapshot() AS text) AS now
+      INTO v FROM idivm.views AS x WHERE x.id = view_id FOR UPDATE;
+  EXCEPTION WHEN serialization_failure THEN
+    outcome := 'skipped';
+    message := shown || ': skipped: another session maintained it after this transaction took its snapshot';
+    RETURN;
+  END;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'view % was dropped while being maintained', shown USING ERRCODE = 'undefined_object';
+  END IF;
+  IF v.mode = 'immediate' THEN
+    outcome := 'skipped';
+    message := shown || ': skipped: maintained immediately by its writers: nothing to do';
+    RETURN;
+  END IF;
+  IF v.stale_reason IS NOT NULL THEN
+    RAISE EXCEPTION '%', CASE WHEN v.stale_reason LIKE 'base table %' AND v.stale_reason LIKE '% was dropped'
+      THEN format('view %s is stale (%s); recreate the table and run `idivm refresh %s`, or drop the view (`idivm drop-view %s`)',
+                  shown, v.stale_reason, shown, shown)
+      ELSE format('view %s is stale (%s); run `idivm refresh %s` to rebuild it from its definition',
+                  shown, v.stale_reason, shown) END
+      USING ERRCODE = 'object_not_in_prerequisite_state';
+  END IF;
+  IF to_regprocedure(format('idivm.%I(text)', 'maintain_' || view_id)) IS NULL THEN
+    outcome := 'not compiled';
+    message := format('view %s has no server-side maintenance function; run `idivm init` to compile it', shown);
+    RETURN;
+  END IF;
+  PERFORM set_config('random_page_cost', CAST(least(CAST(page_cost AS float8), 1.1) AS text), true);
+  IF transaction_owned THEN  -- idivm's own transaction: its commit need not wait for the WAL flush
+    PERFORM set_config('synchronous_commit', 'off', true);
+  END IF;
+  EXECUTE format('SELECT idivm.%I($1)', 'maintain_' || view_id) INTO figures USING v.last_snapshot;
+  PERFORM set_config('random_page_cost', page_cost, true);
+  ms := extract(epoch FROM clock_timestamp() - started) * 1000;
+  UPDATE idivm.views SET last_snapshot = v.now, last_maintained_at = now(), last_attempt_at = now(),
+    last_duration_ms = ms, last_changes = figures[1], consecutive_failures = 0, last_error = NULL
+  WHERE id = view_id;
+  outcome := 'maintained';
+  message := format('%s: %s %s, %s %s, %s %s touched in %s ms', shown,
+    figures[1], CASE WHEN figures[1] = 1 THEN 'effective change' ELSE 'effective changes' END,
+    figures[2], CASE WHEN figures[2] = 1 THEN 'statement' ELSE 'statements' END,
+    figures[3], CASE WHEN figures[3] = 1 THEN 'view row' ELSE 'view rows' END, to_char(ms, 'FM9999999990.0'));
+END
+$body$
+"""
+
 _MAINTAIN_VIEW = f"""
 CREATE OR REPLACE FUNCTION idivm.maintain_view(view_id bigint, transaction_owned boolean)
 RETURNS {REPORT_TYPE} LANGUAGE plpgsql SET client_min_messages = warning AS $body$
 DECLARE
-  v record;
   r {REPORT_TYPE};
-  started timestamptz := clock_timestamp();
-  result float8[];
-  page_cost text := current_setting('random_page_cost');
+  m record;
 BEGIN
   SELECT format('%I.%I', x.schema_name, x.view_name) INTO r.view_name FROM idivm.views AS x WHERE x.id = view_id;
   IF r.view_name IS NULL THEN
@@ -232,49 +286,16 @@ BEGIN
             HINT = 'BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT * FROM idivm.maintain(...); COMMIT; or, outside a transaction, CALL idivm.maintain_all()';
   END IF;
   PERFORM pg_advisory_xact_lock({LOCK_CLASS}, CAST(view_id AS int));  -- the CLI's and the scheduler's lock
-  BEGIN
-    SELECT x.last_snapshot, x.stale_reason, x.mode, CAST(pg_current_snapshot() AS text) AS now
-      INTO v FROM idivm.views AS x WHERE x.id = view_id FOR UPDATE;
-  EXCEPTION WHEN serialization_failure THEN
-    r.outcome := 'skipped';
-    r.message := r.view_name || ': skipped: another session maintained it after this transaction took its snapshot';
-    RETURN r;
-  END;
-  IF v.mode = 'immediate' THEN
-    r.outcome := 'skipped';
-    r.message := r.view_name || ': skipped: maintained immediately by its writers: nothing to do';
-    RETURN r;
+  SELECT * INTO m FROM idivm.maintain_locked(view_id, transaction_owned, r.view_name);
+  IF m.outcome = 'not compiled' THEN
+    RAISE EXCEPTION '%', m.message USING ERRCODE = 'object_not_in_prerequisite_state';
   END IF;
-  IF v.stale_reason IS NOT NULL THEN
-    RAISE EXCEPTION '%', CASE WHEN v.stale_reason LIKE 'base table %' AND v.stale_reason LIKE '% was dropped'
-      THEN format('view %s is stale (%s); recreate the table and run `idivm refresh %s`, or drop the view (`idivm drop-view %s`)',
-                  r.view_name, v.stale_reason, r.view_name, r.view_name)
-      ELSE format('view %s is stale (%s); run `idivm refresh %s` to rebuild it from its definition',
-                  r.view_name, v.stale_reason, r.view_name) END
-      USING ERRCODE = 'object_not_in_prerequisite_state';
-  END IF;
-  PERFORM set_config('random_page_cost', CAST(least(CAST(page_cost AS float8), 1.1) AS text), true);
-  IF transaction_owned THEN  -- idivm's own transaction (the procedure): its commit need not wait for the WAL flush
-    PERFORM set_config('synchronous_commit', 'off', true);
-  END IF;
-  IF to_regprocedure(format('idivm.%I(text)', 'maintain_' || view_id)) IS NULL THEN
-    RAISE EXCEPTION 'view % has no server-side maintenance function; run `idivm init` to compile it', r.view_name
-      USING ERRCODE = 'object_not_in_prerequisite_state';
-  END IF;
-  EXECUTE format('SELECT idivm.%I($1)', 'maintain_' || view_id) INTO result USING v.last_snapshot;
-  PERFORM set_config('random_page_cost', page_cost, true);
-  r.changes := result[1];
-  r.statements := result[2];
-  r.view_rows := result[3];
-  r.ms := extract(epoch FROM clock_timestamp() - started) * 1000;
-  UPDATE idivm.views SET last_snapshot = v.now, last_maintained_at = now(), last_attempt_at = now(),
-    last_duration_ms = r.ms, last_changes = r.changes, consecutive_failures = 0, last_error = NULL
-  WHERE id = view_id;
-  r.outcome := 'maintained';
-  r.message := format('%s: %s %s, %s %s, %s %s touched in %s ms', r.view_name,
-    r.changes, CASE WHEN r.changes = 1 THEN 'effective change' ELSE 'effective changes' END,
-    r.statements, CASE WHEN r.statements = 1 THEN 'statement' ELSE 'statements' END,
-    r.view_rows, CASE WHEN r.view_rows = 1 THEN 'view row' ELSE 'view rows' END, to_char(r.ms, 'FM9999999990.0'));
+  r.outcome := m.outcome;
+  r.message := m.message;
+  r.changes := m.figures[1];
+  r.statements := m.figures[2];
+  r.view_rows := m.figures[3];
+  r.ms := m.ms;
   RETURN r;
 END
 $body$
@@ -415,9 +436,10 @@ def install_functions(conn: Connection) -> None:
     if conn.execute(sa.text("SELECT to_regtype('idivm.maintenance_report')")).scalar() is None:
         run(conn, f"CREATE TYPE {REPORT_TYPE} AS (view_name text, outcome text, changes bigint, statements bigint, "
                   "view_rows bigint, ms double precision, message text)")
-    for text in (_RESOLVE, _MAINTAIN_VIEW, _MAINTAIN, _PRUNE, _MAINTAIN_ALL):
+    for text in (_RESOLVE, _MAINTAIN_LOCKED, _MAINTAIN_VIEW, _MAINTAIN, _PRUNE, _MAINTAIN_ALL):
         run(conn, text)
-    for signature in ("maintain_view(bigint, boolean)", "maintain(text)", "view_id(text)", "prune_logs(bigint[])"):
+    for signature in ("maintain_locked(bigint, boolean, text)", "maintain_view(bigint, boolean)", "maintain(text)",
+                      "view_id(text)", "prune_logs(bigint[])"):
         run(conn, f"REVOKE ALL ON FUNCTION idivm.{signature} FROM PUBLIC")
     run(conn, "REVOKE ALL ON PROCEDURE idivm.maintain_all(text[]) FROM PUBLIC")
 
