@@ -1,7 +1,7 @@
 """Base tables as the plan sees them: columns in order, with types, and the primary key."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..sqltext import qualified
 
@@ -34,3 +34,10 @@ class TableInfo:
 
     def type_of(self, column: str) -> str:
         return dict(self.columns)[column]
+
+    def reading(self, names) -> "TableInfo":
+        """The table as a view that reads only `names` sees it: those columns and the key, in order.
+        Its i-diff instances hold no other column, so dropping or renaming another one cannot break
+        them (algebra/columns_read.py)."""
+        wanted = set(names) | set(self.key)
+        return replace(self, columns=tuple(c for c in self.columns if c[0] in wanted))

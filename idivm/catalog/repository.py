@@ -218,7 +218,7 @@ def prune_log(conn: Connection, captured_id: int) -> None:
 
 
 def prune_logs(conn: Connection, captured_ids: list[int], asynchronous: bool = False, then: str | None = None) -> None:
-    """Delete the log rows that every deferred view over each (captured id, log table) has consumed:
+    """Delete the log rows that every deferred view over each captured table has consumed:
     ``idivm.prune_logs(ids)``, the server-side function that `CALL idivm.maintain_all()` prunes with
     too (engines/postgres/server_maintenance.py, installed by init), in one round trip. It deletes
     through the log's xid index, between two bounds read first and given to each DELETE as literals

@@ -3,8 +3,6 @@ the API's register_view, drop_view, refresh and set_mode, done inside a transact
 opened (with writers blocked where a snapshot must not miss a change)."""
 from __future__ import annotations
 
-from dataclasses import replace
-
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -73,7 +71,7 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
     for cid in sorted(set(captured.values())):
         info = infos[cid]
         if not isinstance(target, HigherOrderTarget):  # its maps keep every column (to_steps.signed_batch)
-            info = replace(info, columns=tuple(c for c in info.columns if c[0] in read[(info.schema, info.name)]))
+            info = info.reading(read[(info.schema, info.name)])
         catalog.insert_input(conn, view_id, cid, info.columns)  # a schema change of these makes the view stale
     reinstall_functions(conn, notify_threshold, sorted(set(captured.values())))  # notify thresholds now count this view
     sync_logging(conn)  # this (deferred) view reads them: tables read by immediate views alone log again

@@ -7,9 +7,12 @@
    tables contain and which log rows are consumed (those not visible in the
    view's previous snapshot). The view's catalog row is locked FOR UPDATE as
    a second guard against double application.
-3. Build the effective i-diff instances, run the stored Δ-script, record the
-   new snapshot, commit. Any failure rolls all of it back: view and
-   unconsumed log stay exactly as before.
+3. Build the effective i-diff instances, run the Δ-script, record the new
+   snapshot, commit: on this engine one call of idivm.maintain_locked and the
+   view's compiled function (server_maintenance.py); with another engine's
+   script (Spark), or for a view not compiled yet, from here, statement by
+   statement. Any failure rolls all of it back: view and unconsumed log stay
+   exactly as before.
 4. After commit, log rows every view over the table has consumed are pruned
    (READ COMMITTED, best effort: a failure there loses nothing).
 """
@@ -158,7 +161,7 @@ TRANSACTION_SETTINGS = (
 
 
 def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, before_commit,
-                    script=stored_script) -> list[sa.Row]:
+                    script=stored_script) -> list[int]:
     """The maintenance transaction's work, in a transaction the caller opened (REPEATABLE READ, its
     snapshot taken after any locks the caller needs); returns the captured ids of the view's inputs (for pruning)."""
     started = time.perf_counter()
@@ -191,7 +194,8 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
                 before_commit(conn)
             report.seconds = time.perf_counter() - started
             return list(ids)
-        # "not compiled" (a view registered before idivm compiled them, until `idivm init`): statements below
+        # "not compiled" (a view registered before idivm compiled them, until `idivm init`): statements below.
+        # Its checks repeat maintain_locked's, which the Spark engine's script needs here too.
     row = catalog.lock_for_maintenance(conn, view_id, TRANSACTION_SETTINGS)
     if row is None:
         raise IdivmError(f"view {report.view} was dropped while being maintained")
@@ -226,22 +230,17 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
             report.breakdown[role] += time.perf_counter() - t0
             report.statements += len(texts)
             report.rows_affected += sum(max(n, 0) for _, n in results)
-    return _finish(conn, view_id, row, report, before_commit, started, [t.id for t in inputs])
+    if before_commit:
+        before_commit(conn)
+    report.seconds = time.perf_counter() - started
+    catalog.record_maintained(conn, view_id, row.now, report.seconds * 1000, report.changes)
+    return [t.id for t in inputs]
 
 
 # the captured ids, schemas and names of a view's inputs (parameter: the view id), in captured id order
 INPUT_ARRAYS = ", ".join(
     f"ARRAY(SELECT c.{col} FROM idivm.view_inputs AS vi JOIN idivm.captured_tables AS c ON c.id = vi.captured_table_id "
     f"WHERE vi.view_id = %(v)s ORDER BY c.id)" for col in ("id", "schema_name", "table_name"))
-
-
-def _finish(conn: Connection, view_id: int, row, report: MaintenanceReport, before_commit, started: float,
-            inputs: list[int]) -> list[int]:
-    if before_commit:
-        before_commit(conn)
-    report.seconds = time.perf_counter() - started
-    catalog.record_maintained(conn, view_id, row.now, report.seconds * 1000, report.changes)
-    return inputs
 
 
 def _prune_and_unlock(conn: Connection, captured_ids: list[int], view_id: int) -> bool:

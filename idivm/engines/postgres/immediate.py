@@ -41,8 +41,6 @@ immediate -> deferred records the current snapshot as consumed.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -272,8 +270,7 @@ def sync(conn: Connection, readers_first: list[int]) -> None:
         scripts[v.id] = catalog.statements(conn, v.id)
         scratches[v.id] = scratch_names(catalog.program_of(conn, v.id), v.id)
     for cid, info in inputs.items():  # instances of the columns the views read: a column none of them reads
-        wanted = read[cid] | set(info.key)  # may be dropped or renamed without breaking the writers' triggers
-        inputs[cid] = replace(info, columns=tuple(c for c in info.columns if c[0] in wanted))
+        inputs[cid] = info.reading(read[cid])  # may be dropped or renamed without breaking the writers' triggers
     for v in views:  # a table dropped under a (now stale) view: its reads drop out
         reads[v.id] = [c for c in reads[v.id] if c in inputs]
     order = [i for i in order if reads[i]]

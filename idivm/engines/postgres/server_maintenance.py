@@ -2,22 +2,24 @@
 
 Deferred maintenance without a Python process: pg_cron (or any scheduler that runs SQL) calls the
 procedure, and an application can bring a view up to date inside its own transaction before it
-reads it. The work is the same as the Python executor's (executor.py), server-side:
+reads it. The Python executor (executor.py) calls the same functions, so there is one
+implementation of a deferred maintenance on PostgreSQL:
 
 - **Per view, compiled at registration**: ``idivm.maintain_<id>(snapshot)`` builds the view's
   effective i-diff instances from its logs with the same fold (capture/fold.py) and the same
   window (catalog.unconsumed: the log rows of transactions not visible in the view's last
-  snapshot), then runs the view's stored Δ-script statements, each only when the table whose
-  i-diff drives it changed, exactly as executor.run_maintenance does. It is created with the
-  statements (operate/registry.py) and dropped with the view. Its instances hold the columns the
+  snapshot), then runs the view's Δ-program as rendered for PostgreSQL (render.py, its i-diffs
+  bound to the function's own tables), each statement only when the table whose i-diff drives it
+  changed. It is created with the stored statements (operate/registry.py) and dropped with the view. Its instances hold the columns the
   view reads (its key among them), which no schema change can touch without making the view stale
   (capture/schema_changes.py), so the compiled text stays valid until a rebuild writes a new one.
-- **Generic, installed by init**: ``idivm.maintain(view text)`` resolves the name as the CLI does
-  (unqualified: the current schema), takes the view's maintenance lock (the advisory lock the CLI
-  and the scheduler take, executor.LOCK_CLASS, held to the end of the transaction), locks its
-  catalog row, skips immediate views, refuses stale ones with the CLI's message, runs the
-  per-view function, records the new snapshot and returns a report row whose ``message`` is the
-  CLI's report line. ``idivm.maintain_all(views text[] DEFAULT NULL)`` is a procedure: each view in
+- **Generic, installed by init**: ``idivm.maintain_locked(view id, ...)`` locks the view's catalog
+  row, skips immediate views, refuses stale ones with the CLI's message, runs the per-view function
+  and records the new snapshot; the Python executor calls it after taking the view's lock.
+  ``idivm.maintain(view text)`` resolves the name as the CLI does (unqualified: the current
+  schema), takes the view's maintenance lock (the advisory lock the CLI and the scheduler take,
+  maintenance_lock.py, held to the end of the transaction), calls maintain_locked and returns a
+  report row whose ``message`` is the CLI's report line. ``idivm.maintain_all(views text[] DEFAULT NULL)`` is a procedure: each view in
   its own REPEATABLE READ transaction (a view after the maintained views it reads, so a change
   reaches the top of a chain in one call), the lock taken before that transaction's snapshot as
   the CLI takes it, log pruning after each commit, a NOTICE with the report line per view, and a
@@ -39,8 +41,6 @@ that maintainer already applied: the catalog row's FOR UPDATE detects it (a seri
 at REPEATABLE READ) and the view is reported as skipped: the other maintainer did the work.
 """
 from __future__ import annotations
-
-from dataclasses import replace
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -189,9 +189,7 @@ def install_view_function(conn: Connection, view_id: int) -> None:
         if not t.columns or program is None:
             drop_view_function(conn, view_id)
             return
-        info = table_info(t.schema_name, t.table_name, t.columns)
-        read = set(t.read_columns) | set(info.key)
-        inputs.append((t.id, t.log_table, replace(info, columns=tuple(c for c in info.columns if c[0] in read))))
+        inputs.append((t.id, t.log_table, table_info(t.schema_name, t.table_name, t.columns).reading(t.read_columns)))
     with delta_names(lambda cid: view_delta(view_id, cid)):
         rendered = render(from_json(program))
     body = view_function_body(view_id, display_name(row.schema_name, row.view_name), inputs, rendered)
