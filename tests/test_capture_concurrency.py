@@ -138,10 +138,10 @@ def test_terminated_maintenance_leaves_view_and_log_intact(fresh_db, engine, dev
             break
         time.sleep(0.05)
     assert victim is not None, "maintenance never blocked"
-    # the Δ-script runs in the view's compiled maintenance function (server_maintenance.py), so the
-    # waiting query is its call; only the script's UPDATE of prices touches the locked rows, so
-    # waiting means the deletes before it have run
-    assert 'idivm.maintain_locked' in victim[1], victim[1]
+    # the Δ-script runs in the view's compiled maintenance function (server_maintenance.py), which the
+    # Python API calls in one round trip, so the waiting query is that call; only the script's UPDATE
+    # of prices touches the locked rows, so waiting means the deletes before it have run
+    assert 'idivm.maintain_call' in victim[1], victim[1]
     devices_db.execute("SELECT pg_terminate_backend(%s)", (victim[0],))
     t.join(timeout=60)
     blocker.rollback()

@@ -15,6 +15,11 @@
    exactly as before.
 4. After commit, log rows every view over the table has consumed are pruned
    (READ COMMITTED, best effort: a failure there loses nothing).
+
+For a compiled view on this engine, 1-4 are one round trip: CALL idivm.maintain_call
+(server_maintenance.py), a procedure that commits between its steps. The two-connection form
+below remains for the Spark engine's script, a caller's before_commit hook (verify), and views
+not compiled yet.
 """
 from __future__ import annotations
 
@@ -106,6 +111,9 @@ def maintain_view(engine: Engine, view_id: int, name: str,
     changed, report)` gives the statements to run once the i-diff instances exist (another engine
     computes some of their sources there, in the same transaction)."""
     report = MaintenanceReport(view=name, engine=getattr(script, "engine", "postgres"))
+    if script is stored_script and before_commit is None and _maintain_in_one_call(
+            engine, view_id, report, wait, on_connection, is_failure):
+        return report
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as lock_conn:
         lock = "pg_advisory_lock" if wait else "pg_try_advisory_lock"
         got = lock_conn.execute(sa.text(f"SELECT {lock}(:c, :v)"), {"c": LOCK_CLASS, "v": view_id}).scalar()
@@ -130,6 +138,66 @@ def maintain_view(engine: Engine, view_id: int, name: str,
             if not unlocked and not lock_conn.closed and not lock_conn.invalidated:
                 lock_conn.execute(sa.text("SELECT pg_advisory_unlock(:c, :v)"), {"c": LOCK_CLASS, "v": view_id})
     return report
+
+
+def _maintain_in_one_call(engine: Engine, view_id: int, report: MaintenanceReport, wait: bool,
+                          on_connection, is_failure) -> bool:
+    """This engine's maintenance of a compiled view as one round trip: CALL idivm.maintain_call
+    (server_maintenance.py) takes the lock, maintains in its own REPEATABLE READ transaction,
+    prunes and unlocks. False: the view is not compiled (the caller maintains it statement by
+    statement); nothing was done then."""
+    started = time.perf_counter()
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        if on_connection is not None:
+            on_connection(conn.connection.driver_connection)
+        try:
+            outcome, message, result, ids, schemas, names = run(
+                conn, "CALL idivm.maintain_call(%(v)s, %(shown)s, %(wait)s)",
+                {"v": view_id, "shown": report.view, "wait": wait}).fetchone()
+        except BaseException as e:
+            error = _server_error(e, report.view) or e
+            if not conn.closed and not conn.invalidated:
+                try:  # the session may still hold the view's lock: an error ends the CALL before its unlock
+                    if is_failure is None or is_failure(error):
+                        _record_failure(conn, view_id, error)
+                    run(conn, "SELECT pg_advisory_unlock(l.classid::int, l.objid::int) FROM pg_locks AS l "
+                              "WHERE l.locktype = 'advisory' AND l.pid = pg_backend_pid() AND l.granted "
+                              "AND l.classid = %(c)s AND l.objid = %(v)s AND l.objsubid = 2", {"c": LOCK_CLASS, "v": view_id})
+                except (sa.exc.DBAPIError, psycopg.Error):
+                    pass  # the connection is gone, and the session's locks with it
+            if error is e:
+                raise
+            raise error from None
+    if outcome == "busy":
+        raise Busy(f"view {report.view} is being maintained by another session")
+    if outcome == "not compiled":
+        return False
+    _read_outcome(report, outcome, message, result, schemas, names)
+    report.seconds = time.perf_counter() - started
+    return True
+
+
+def _server_error(e: BaseException, shown: str) -> IdivmError | None:
+    """The idivm error a failure of the server-side maintenance stands for (None: report it as it is)."""
+    if isinstance(e, psycopg.errors.ObjectNotInPrerequisiteState) and f"view {shown} is stale (" in str(e):
+        return Stale(first_line(e))
+    if isinstance(e, psycopg.errors.UndefinedObject):
+        return IdivmError(first_line(e))
+    return None
+
+
+def _read_outcome(report: MaintenanceReport, outcome: str, message: str, result, schemas, names) -> None:
+    """Fill the report from maintain_locked's outcome ("skipped" or "maintained")."""
+    if outcome == "skipped":  # immediate: its writers maintain it; consuming the log would apply changes twice
+        report.skipped = message.split(": skipped: ", 1)[1]
+        return
+    figures = dict(zip(RESULT, result))
+    report.changes, report.statements = int(figures["changes"]), int(figures["statements"])
+    report.rows_affected = int(figures["view_rows"])
+    for part in ("i-diffs", "cache", "view"):
+        report.breakdown[part] = figures[part] / 1000
+    for s_, t_, n in zip(schemas, names, result[len(RESULT):]):  # the function's inputs, in captured id order
+        report.per_table[display_name(s_, t_)] = int(n)
 
 
 def _record_failure(conn: Connection, view_id: int, error: BaseException) -> None:
@@ -171,29 +239,17 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
                 conn, f"SELECT m.outcome, m.message, m.figures, {INPUT_ARRAYS} "
                       "FROM idivm.maintain_locked(%(v)s, true, %(shown)s) AS m",
                 {"v": view_id, "shown": report.view}).fetchone()
-        except psycopg.errors.ObjectNotInPrerequisiteState as e:
-            if f"view {report.view} is stale (" in str(e):
-                raise Stale(first_line(e)) from None
-            raise
-        except psycopg.errors.UndefinedObject as e:
-            raise IdivmError(first_line(e)) from None
-        if outcome == "skipped":  # immediate: its writers maintain it; consuming the log would apply changes twice
-            report.skipped = message.split(": skipped: ", 1)[1]
-            if before_commit:
-                before_commit(conn)
-            return []
-        if outcome == "maintained":
-            figures = dict(zip(RESULT, result))
-            report.changes, report.statements = int(figures["changes"]), int(figures["statements"])
-            report.rows_affected = int(figures["view_rows"])
-            for part in ("i-diffs", "cache", "view"):
-                report.breakdown[part] = figures[part] / 1000
-            for s_, t_, n in zip(schemas, names, result[len(RESULT):]):  # the function's inputs, in captured id order
-                report.per_table[display_name(s_, t_)] = int(n)
+        except psycopg.Error as e:
+            error = _server_error(e, report.view)
+            if error is None:
+                raise
+            raise error from None
+        if outcome in ("skipped", "maintained"):
+            _read_outcome(report, outcome, message, result, schemas, names)
             if before_commit:
                 before_commit(conn)
             report.seconds = time.perf_counter() - started
-            return list(ids)
+            return list(ids) if outcome == "maintained" else []
         # "not compiled" (a view registered before idivm compiled them, until `idivm init`): statements below.
         # Its checks repeat maintain_locked's, which the Spark engine's script needs here too.
     row = catalog.lock_for_maintenance(conn, view_id, TRANSACTION_SETTINGS)

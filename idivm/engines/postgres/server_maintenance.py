@@ -357,6 +357,14 @@ END
 $body$
 """
 
+def _prune_quietly(ids: str) -> str:
+    """PL/pgSQL: prune the logs of the captured tables in the array variable `ids` after a committed
+    maintenance, asynchronously committed, ignoring failures (pruning is an optimisation: what stays
+    is pruned by the next one)."""
+    return (f"BEGIN PERFORM set_config('synchronous_commit', 'off', true); PERFORM idivm.prune_logs({ids}); "
+            "EXCEPTION WHEN OTHERS THEN NULL; END;")
+
+
 _MAINTAIN_ALL = f"""
 CREATE OR REPLACE PROCEDURE idivm.maintain_all(views text[] DEFAULT NULL) LANGUAGE plpgsql AS $body$
 DECLARE
@@ -410,12 +418,7 @@ BEGIN
     END IF;
     IF cause IS NULL AND r.changes > 0 THEN  -- consumed something: prune what every view over its tables has
       SELECT array_agg(vi.captured_table_id) INTO inputs FROM idivm.view_inputs AS vi WHERE vi.view_id = vid;
-      BEGIN
-        PERFORM set_config('synchronous_commit', 'off', true);
-        PERFORM idivm.prune_logs(inputs);
-      EXCEPTION WHEN OTHERS THEN
-        NULL;  -- pruning is an optimisation: what stays is pruned by the next one
-      END;
+{_prune_quietly('inputs')}
     END IF;
     PERFORM pg_advisory_unlock({LOCK_CLASS}, CAST(vid AS int));
     COMMIT;
@@ -428,17 +431,57 @@ END
 $body$
 """
 
+# The Python API's maintenance of one compiled view (engines/postgres/executor.py) in one round trip:
+# CALLed outside a transaction block, it takes the view's lock before the maintenance transaction's
+# snapshot (its own first transaction, committed), maintains in a REPEATABLE READ transaction
+# (maintain_locked), commits, prunes the logs and releases the lock. An error leaves the lock held
+# by the session: the caller records the failure and releases it (one more round trip, on failure only).
+_MAINTAIN_CALL = f"""
+CREATE OR REPLACE PROCEDURE idivm.maintain_call(view_id bigint, shown text, wait boolean,
+  INOUT outcome text DEFAULT NULL, INOUT message text DEFAULT NULL, INOUT figures float8[] DEFAULT NULL,
+  INOUT input_ids bigint[] DEFAULT NULL, INOUT input_schemas text[] DEFAULT NULL, INOUT input_names text[] DEFAULT NULL)
+LANGUAGE plpgsql AS $body$
+DECLARE
+  m record;
+BEGIN
+  IF wait THEN
+    PERFORM pg_advisory_lock({LOCK_CLASS}, CAST(view_id AS int));
+  ELSIF NOT pg_try_advisory_lock({LOCK_CLASS}, CAST(view_id AS int)) THEN
+    outcome := 'busy';
+    RETURN;
+  END IF;
+  COMMIT;
+  SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
+  SELECT * INTO m FROM idivm.maintain_locked(view_id, true, shown);
+  outcome := m.outcome;
+  message := m.message;
+  figures := m.figures;
+  SELECT array_agg(c.id ORDER BY c.id), array_agg(c.schema_name ORDER BY c.id), array_agg(c.table_name ORDER BY c.id)
+    INTO input_ids, input_schemas, input_names
+  FROM idivm.view_inputs AS vi JOIN idivm.captured_tables AS c ON c.id = vi.captured_table_id
+  WHERE vi.view_id = maintain_call.view_id;
+  COMMIT;
+  IF outcome = 'maintained' AND figures[1] > 0 THEN  -- consumed something: prune what every view over its tables has
+{_prune_quietly('input_ids')}
+  END IF;
+  PERFORM pg_advisory_unlock({LOCK_CLASS}, CAST(view_id AS int));
+END
+$body$
+"""
+
 
 def install_functions(conn: Connection) -> None:
     """The generic functions and the report type (idempotent; init and upgrades run it)."""
     if conn.execute(sa.text("SELECT to_regtype('idivm.maintenance_report')")).scalar() is None:
         run(conn, f"CREATE TYPE {REPORT_TYPE} AS (view_name text, outcome text, changes bigint, statements bigint, "
                   "view_rows bigint, ms double precision, message text)")
-    for text in (_RESOLVE, _MAINTAIN_LOCKED, _MAINTAIN_VIEW, _MAINTAIN, _PRUNE, _MAINTAIN_ALL):
+    for text in (_RESOLVE, _MAINTAIN_LOCKED, _MAINTAIN_VIEW, _MAINTAIN, _PRUNE, _MAINTAIN_ALL, _MAINTAIN_CALL):
         run(conn, text)
     for signature in ("maintain_locked(bigint, boolean, text)", "maintain_view(bigint, boolean)", "maintain(text)",
                       "view_id(text)", "prune_logs(bigint[])"):
         run(conn, f"REVOKE ALL ON FUNCTION idivm.{signature} FROM PUBLIC")
     run(conn, "REVOKE ALL ON PROCEDURE idivm.maintain_all(text[]) FROM PUBLIC")
+    run(conn, "REVOKE ALL ON PROCEDURE idivm.maintain_call(bigint, text, boolean, text, text, float8[], bigint[], "
+              "text[], text[]) FROM PUBLIC")
 
 
