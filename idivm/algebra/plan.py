@@ -209,7 +209,7 @@ class Aggregate:
 
         Such views can use the specialized rules of Tables 9, 11 and 12 (see
         strategies/aggregate_sum.py); HAVING needs the state of groups that are not in the view."""
-        if self.having is not None or not isinstance(self.cache, Project) or self.no_cache:
+        if self.having is not None or not isinstance(self.cache, (Project, Union)) or self.no_cache:
             return None
         args: dict[str, bool] = {}
         for _, e in self.outputs:

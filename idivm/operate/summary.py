@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlglot import exp
 
-from ..algebra.plan import Aggregate, Project
+from ..algebra.plan import Aggregate
 from ..catalog import repository as catalog
 from ..errors import IdivmError
 from ..frontend.build_plan import compile_view_sql
@@ -89,8 +89,6 @@ def _why_general(plan: Aggregate) -> str:
                      if not isinstance(a, (exp.Count, exp.Sum, exp.Avg))})
     if others:
         return f"{', '.join(others)} needs each group's rows"
-    if not isinstance(plan.cache, Project):
-        return "its input is a union (outer joins or UNION branches)"
     if plan.sum_count_args() is None:
         return "an aggregate has DISTINCT or an expression over the cache"
     return "a summed argument is not an exact number (float or double precision)"

@@ -32,6 +32,7 @@ from ..program.steps import CreateScratch, DeleteMatching, InsertRows, Program, 
 from ..program.trees import alias, all_of, col, eq, exists, num, paren, select, subquery, union_all
 from .aggregate_target import STATE_N, match_keys, state_columns, state_count, state_sum
 from .spj import VIEW_ALIAS, full_query
+from .union import UnionTarget
 
 EXACT_TYPE_OIDS = {20, 21, 23, 1700}  # int8, int2, int4, numeric
 SIGN = "__idivm_sign"
@@ -45,7 +46,9 @@ def choose_rule(target, column_types) -> None:
         return
     summed = [c for c, s in args.items() if s]
     if summed:
-        types = column_types(select([col(None, c) for c in summed], [subquery(full_query(target.cache), "q")]))
+        cache = target.cache
+        query = cache.query() if isinstance(cache, UnionTarget) else full_query(cache)
+        types = column_types(select([col(None, c) for c in summed], [subquery(query, "q")]))
         if any(t not in EXACT_TYPE_OIDS for t in types):
             return
     target.sum_args = args
@@ -70,13 +73,13 @@ def over_state(e: exp.Expression, state, key) -> exp.Expression:
     return e.copy().transform(fn)
 
 
-def _signed(t, write, keys: list[str], args: list[str]) -> Record:
+def _signed(t, write, keys: list[str], args: list[str], ids: list[str]) -> Record:
     """Record Table 9's signed rows of one cache write into the changes scratch: an insert +1 with its
     new values, a delete -1 with its old ones, an update both (old images read from the cache as the
-    write's own snapshot sees it, which does not include the write)."""
+    write's own snapshot sees it, which does not include the write, matched by `ids`: the columns
+    that identify the cache row the write changes)."""
     ch = "changed"
     if isinstance(write, UpdateMatching):
-        ids = [i.name for i in t.cache.plan.ids]
         match = all_of([eq(col("o", i), col(ch, i)) for i in ids])
         olds = [col("o", k) for k in keys] + [num(-1)] + [col("o", a) for a in args]
         news = [col(ch, k) for k in keys] + [num(1)] + [col(ch, a) for a in args]
@@ -88,8 +91,12 @@ def _signed(t, write, keys: list[str], args: list[str]) -> Record:
                   body=select([col(None, k) for k in keys] + [sign] + [col(None, a) for a in args], [R.returned(ch)]))
 
 
-def sum_program(t, cache_program: Program) -> Program:
+def sum_program(t, cache_program: Program, row_ids: dict[int, list[str]] | None = None) -> Program:
+    """The specialized rules over the cache's program. row_ids: for a UNION ALL cache (outer joins),
+    the columns identifying the rows each step writes (union.union_program); an SPJ cache's rows
+    are identified by its IDs."""
     keys, args = t.agg.keys, list(t.sum_args)
+    own_ids = None if isinstance(t.cache, UnionTarget) else [i.name for i in t.cache.plan.ids]
     program = Program(strategy=cache_program.strategy, derivations=list(cache_program.derivations) + [
         "γ (specialized SUM/COUNT/AVG rules, Tables 9, 11, 12; blocking): combines every i-diff of the cache\n"
         "    Δ1 ∪ Δ2 ∪ Δ3 (signed rows) -> γ_G,sum(x_Δ) -> ΔuV on the operator caches (n, sums, counts),\n"
@@ -115,7 +122,7 @@ def sum_program(t, cache_program: Program) -> Program:
     program.steps.append(CreateScratch(phase=-1, purpose="per-group sums of the signed changes (γ_G,sum(x_Δ))",
                                        name=t.group_deltas, source=per_group.copy()))
     for st in cache_program.steps:
-        st.record = _signed(t, st, keys, args)
+        st.record = _signed(t, st, keys, args, own_ids or row_ids[id(st)])
         st.purpose = f"cache: {st.purpose}  (records signed changes)"
         st.role = "cache"
         program.steps.append(st)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..algebra.plan import Union, scans
+from ..algebra.plan import BRANCH_COLUMN, Union, scans
 from ..program.steps import Program
-from .spj import MaintainedTable, Target
+from ..program.trees import union_all
+from .spj import MaintainedTable, Target, full_query
 
 
 @dataclass
@@ -36,13 +37,22 @@ class UnionTarget(MaintainedTable):
             out += [(i.name, tables[i.scan].type_of(i.column)) for i in b.ids]
         return out
 
+    def query(self):
+        """The union over post-state base tables (its initial contents), every branch with all IDs."""
+        return union_all([full_query(b, self.all_ids) for b in self.branches])
 
-def union_program(t: UnionTarget, compile_branch) -> Program:
+
+def union_program(t: UnionTarget, compile_branch, row_ids: dict[int, list[str]] | None = None) -> Program:
+    """The branches' programs, one after the other. row_ids, if given, receives for each step (by
+    id()) the columns that identify the row it writes: the branch column and the branch's own IDs
+    (other branches' are NULL in it), which the specialized aggregation rules match old images by."""
     programs = [compile_branch(b) for b in t.branches]
     out = Program(strategy=programs[0].strategy)
-    for k, s in enumerate(programs, 1):
+    for k, (b, s) in enumerate(zip(t.branches, programs), 1):
         for st in s.steps:
             st.purpose = f"branch b = {k}: {st.purpose}"
             out.steps.append(st)
+            if row_ids is not None:
+                row_ids[id(st)] = [BRANCH_COLUMN] + [i.name for i in b.plan.ids]
         out.derivations += [f"branch b = {k}: {d}" for d in s.derivations]
     return out

@@ -7,7 +7,7 @@ from sqlglot import exp
 
 from ...algebra.plan import BRANCH_COLUMN, scans
 from ...frontend.build_plan import parse_one
-from ...program.trees import alias, select, subquery, union_all
+from ...program.trees import alias, select, subquery
 from ...strategies.aggregate import group_select
 from ...strategies.aggregate_target import AggregateTarget
 from ...strategies.higher_order.target import HigherOrderTarget
@@ -68,7 +68,7 @@ def index_group_keys(conn, table: str, plan) -> None:
 def create_union_table(conn, t: UnionTarget, fill: Fill = create_as) -> None:
     """UNION ALL: one table, a partial unique index on each branch's IDs (which also serves lookups)."""
     table = table_of(t)
-    fill(conn, table, union_all([full_query(b, t.all_ids) for b in t.branches]))
+    fill(conn, table, t.query())
     for b in t.branches:
         ids = ", ".join(ident(i.name) for i in b.plan.ids)
         run(conn, f"CREATE UNIQUE INDEX ON {table} ({ids}) WHERE ({ident(BRANCH_COLUMN)} = {int(b.branch)})")
