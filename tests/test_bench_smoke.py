@@ -125,6 +125,12 @@ def test_profile_helper_times_every_statement_of_a_maintenance(server_dsn, tmp_p
     assert data["view_equals_recomputation"] is True
     shapes = [s["shape"] for s in data["statements"]]
     assert any("idivm_delta_" in s for s in shapes) and any("UPDATE" in s for s in shapes), shapes
+    assert main(["--dsn", server_dsn, "--scale", "0.0005", "--diff", "3", "--repeat", "1", "--out", str(out),
+                 "--plans"]) == 0  # each Δ-script statement's plan, and still the right view
+    data = json.loads(out.read_text())
+    assert data["view_equals_recomputation"] is True
+    plans = {p["statement"].split()[0]: p["plan"] for p in data["plans"]}
+    assert {"WITH", "UPDATE", "INSERT"} <= set(plans) and all("Scan on" in p for p in plans.values()), plans
 
 
 def test_log_size_benchmark_runs_and_verifies(server_dsn, tmp_path):

@@ -12,7 +12,9 @@ changes quote this table before and after.
 On PostgreSQL a maintenance is one call of the view's compiled function (the i-diffs and the
 Δ-script run inside it): --statements maintains through the executor's statement path instead,
 which sends the same i-diff fill and Δ-script statements from Python one role at a time, so that
-each statement's time shows.
+each statement's time shows. --plans also prints each Δ-script statement's plan (its scans and
+join methods: index lookups from the i-diffs for small batches, hash joins for large ones; issue
+16, item 5), from EXPLAIN run just before the statement, in its transaction.
 """
 from __future__ import annotations
 
@@ -42,18 +44,52 @@ def shape(sql: str) -> str:
     return sql.strip()
 
 
+_PLAN_NODE = re.compile(r"(Seq Scan|Index Only Scan|Index Scan|Bitmap Heap Scan|Hash Join|Merge Join|Nested Loop|"
+                        r"Hash Anti Join|Hash Semi Join|Hash Right Anti Join|Merge Anti Join|Nested Loop Anti Join|"
+                        r"Nested Loop Semi Join|Nested Loop Left Join|Hash Left Join|Hash Right Join|HashAggregate|"
+                        r"GroupAggregate|Sort)(?: using \S+)?(?: on (\S+))?")
+
+
+def plan_summary(lines: list[str]) -> str:
+    """The scans and join methods of an EXPLAIN (COSTS OFF), outermost first: e.g. `Hash Join,
+    Seq Scan on devices_parts, Index Scan on parts`."""
+    out = []
+    for line in lines:
+        m = _PLAN_NODE.search(line)
+        if m and (line.lstrip().startswith("->") or not out):
+            out.append(m.group(1) + (f" on {m.group(2)}" if m.group(2) else ""))
+    return ", ".join(out)
+
+
+_DML = ("INSERT", "UPDATE", "DELETE", "WITH")
+
+
 class Recorder:
-    """Times every statement executed through psycopg cursors of connections it is attached to."""
+    """Times every statement executed through psycopg cursors of connections it is attached to; with
+    `explain`, runs each statement of a batch on its own, after recording its EXPLAIN (the batch's
+    results are then the last statement's: only for the Δ-script, whose counts only fill the report)."""
 
     def __init__(self):
         self.active = False
+        self.explain = False
         self.times: list[tuple[str, float]] = []
+        self.plans: list[tuple[str, str]] = []  # (statement, plan_summary)
 
     def cursor_class(self):
         recorder = self
 
         class TimedCursor(psycopg.Cursor):
             def execute(self, query, params=None, **kw):
+                if recorder.explain and recorder.active and isinstance(query, str) and params is None \
+                        and not query.startswith("EXPLAIN"):
+                    parts = query.split(";\n")
+                    if any(p.lstrip().upper().startswith(_DML) for p in parts):
+                        for part in parts:
+                            if part.lstrip().upper().startswith(_DML):
+                                plan = [r[0] for r in self.connection.execute("EXPLAIN (COSTS OFF) " + part)]
+                                recorder.plans.append((part, plan_summary(plan)))
+                            super().execute(part)
+                        return self
                 if not recorder.active:
                     return super().execute(query, params, **kw)
                 t0 = time.perf_counter()
@@ -79,9 +115,19 @@ def _statement_script(conn, view_id, changed, report):
     return stored_script(conn, view_id, changed, report)
 
 
+def _planned_script(recorder: "Recorder"):
+    """_statement_script that turns on the recorder's EXPLAIN once the i-diff instances exist (the
+    executor calls it then): from there on, the batches it sends are the Δ-script's."""
+    def script(conn, view_id, changed, report):
+        recorder.explain = True
+        return stored_script(conn, view_id, changed, report)
+
+    return script
+
+
 def run(dsn: str | None = None, scale: float = 0.02, view: str = "V'", strategy: str = "id", diff: int = 200,
         repeat: int = 5, out: str = "bench-results/profile_maintain.json", keep: bool = False, top: int = 25,
-        statements: bool = False) -> int:
+        statements: bool = False, plans: bool = False) -> int:
     with scratch_database(dsn, keep) as (bench_dsn, version):
         with psycopg.connect(bench_dsn, autocommit=True) as db:
             sizes = timed_load(load_devices, db, scale, 0.2, 10, 2)
@@ -100,14 +146,17 @@ def run(dsn: str | None = None, scale: float = 0.02, view: str = "V'", strategy:
                 with db.transaction(), db.cursor() as cur:
                     cur.executemany("UPDATE parts SET price = price + 1 WHERE pid = %s", [(p,) for p in pids])
                 recorder.times.clear()
+                recorder.plans.clear()
                 recorder.active = True
                 t0 = time.perf_counter()
-                if statements:
-                    maintain_view(engine.sa, view_id, "public.v", script=_statement_script)
+                if statements or plans:
+                    maintain_view(engine.sa, view_id, "public.v",
+                                  script=_planned_script(recorder) if plans else _statement_script)
                 else:
                     engine.maintain("v")
                 walls.append(time.perf_counter() - t0)
-                recorder.active = False
+                recorder.active = recorder.explain = False
+                last_plans = list(recorder.plans)
                 grouped: dict[str, list[float]] = defaultdict(list)
                 for text, secs in recorder.times:
                     grouped[shape(text)].append(secs)
@@ -134,7 +183,12 @@ def run(dsn: str | None = None, scale: float = 0.02, view: str = "V'", strategy:
                                     "statements": statements},
                      "wall_ms": wall * 1000, "statements_ms": inside * 1000,
                      "statements": [{"shape": s, "ms": med[s] * 1000, "times": count[s]} for s in ranked],
+                     "plans": [{"statement": q, "plan": p} for q, p in last_plans],
                      "view_equals_recomputation": ok})
+    if plans:  # the last round's
+        print(f"\nPlans of the Δ-script's statements (EXPLAIN before each ran, d = {diff}):")
+        print_table(["statement", "plan: scans and joins, outermost first"],
+                    [[shape(q)[:70], p] for q, p in last_plans])
     print(f"view equals recomputation: {ok}; json: {out}")
     return 0 if ok else 1
 
@@ -150,8 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--statements", action="store_true",
                     help="send the i-diff and Δ-script statements from Python, each timed, instead of one call of "
                          "the view's compiled function")
+    ap.add_argument("--plans", action="store_true",
+                    help="also print the plan of every Δ-script statement (EXPLAIN before it runs; implies "
+                         "--statements, and each statement is sent on its own, so times include more round trips)")
     a = ap.parse_args(argv)
-    return run(a.dsn, a.scale, a.view, a.strategy, a.diff, a.repeat, a.out, a.keep, a.top, a.statements)
+    return run(a.dsn, a.scale, a.view, a.strategy, a.diff, a.repeat, a.out, a.keep, a.top, a.statements, a.plans)
 
 
 if __name__ == "__main__":
