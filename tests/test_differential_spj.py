@@ -244,11 +244,19 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
         alias, t = scans[j]
         return f"(SELECT {', '.join(t.all)} FROM {t.name} WHERE {draw(predicates(t.all))}) AS {alias}"
 
+    def computed(j):  # a subquery whose non-key column is an expression that is not NULL on NULLs: on a
+        alias, t = scans[j]  # padded row it must read NULL all the same (frontend/outer_joins.py)
+        c = draw(st.sampled_from(t.cols))
+        e = draw(st.sampled_from([f"COALESCE({c}, -1)", f"CASE WHEN {c} IS NULL THEN 9 ELSE {c} END", "7"]))
+        return f"(SELECT {', '.join(e + ' AS ' + c if x == c else x for x in t.all)} FROM {t.name}) AS {alias}"
+
     if style == "outer":
         frm = source(0)
         for j in range(1, n):
             side = join_kinds[j - 1]
-            src = filtered(j) if side in ("LEFT", "INNER") and draw(st.integers(0, 3)) == 0 else source(j)
+            pick = draw(st.integers(0, 5))
+            src = (filtered(j) if side in ("LEFT", "INNER") and pick == 0 else
+                   computed(j) if pick == 1 else source(j))
             frm += f" {side} JOIN {src} ON {' AND '.join(joins[j - 1]) or 'TRUE'}"
     elif style == "comma":
         frm = ", ".join(source(j) for j in range(n))

@@ -76,6 +76,19 @@ VIEWS = {
     "right_twice": ("SELECT c.id AS cid, o.id AS oid, i.id AS iid FROM customers c RIGHT JOIN orders o "
                     "ON o.customer = c.id JOIN items i ON i.order_id = o.id RIGHT JOIN customers c2 ON c2.id = c.id",
                     ["cid", "oid", "iid"]),
+    # computed outputs of a subquery on a padded side: NULL on padded rows, even where the expression
+    # is not NULL on NULLs (COALESCE, IS NULL, a constant); merged unguarded they were 0, true, 7 there
+    "computed_side": ("SELECT c.name, o.amt, o.open, o.one, o.tag FROM customers c LEFT JOIN (SELECT customer, "
+                      "COALESCE(amount, 0) AS amt, status IS NULL AS open, 1 AS one, CASE WHEN status = 'open' "
+                      "THEN 'o' END AS tag FROM orders) o ON o.customer = c.id", ["name", "amt", "open", "one", "tag"]),
+    "computed_full": ("WITH o AS (SELECT id, customer, COALESCE(status, '?') AS st FROM orders) SELECT c.id AS cid, "
+                      "o.id AS oid, o.st FROM customers c FULL JOIN o ON o.customer = c.id", ["cid", "oid", "st"]),
+    # a filtered side's WHERE joins its ON in parentheses: the RIGHT JOIN's check must still see the
+    # ON's comparisons one by one (refused as "may hold when o is NULL-padded" before)
+    "filtered_then_right": ("SELECT c.name, o.amount, i.sku, c2.name AS n2 FROM customers c LEFT JOIN (SELECT id, "
+                            "customer, amount FROM orders WHERE status = 'open') o ON o.customer = c.id LEFT JOIN "
+                            "(SELECT id, order_id, sku FROM items WHERE qty > 0) i ON i.order_id = o.id AND i.sku <> 'z' "
+                            "RIGHT JOIN customers c2 ON c2.id = i.order_id - 9", ["name", "amount", "sku", "n2"]),
     "subquery_in_where": ("SELECT c.name, o.id AS oid FROM customers c LEFT JOIN orders o ON o.customer = c.id "
                           "WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.order_id = o.id)", ["name", "oid"]),
 }

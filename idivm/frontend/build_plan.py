@@ -27,7 +27,7 @@ from .aggregates import build_aggregate, has_aggregation
 from .checks import check_comparable, check_constructs, check_deterministic, check_statement, drop_ignored_order, refuse, union_branches
 from .clauses import conjuncts, from_item, where_conjuncts
 from .ctes import inline_ctes
-from .outer_joins import expand as expand_outer_joins, has_outer_join, merge_filtered_sides
+from .outer_joins import expand as expand_outer_joins, guard_derived_outputs, has_outer_join, merge_filtered_sides
 from .semijoins import extract_having_subqueries, extract_subqueries
 from .setops import reduce_set_difference
 from .schema import SchemaProvider
@@ -199,6 +199,7 @@ def _compile_select(provider: SchemaProvider, select: exp.Select,
         tree = qualify(select, schema=mapping, dialect="postgres", quote_identifiers=True, validate_qualify_columns=True)
     except OptimizeError as e:
         raise UnknownObject(f"{e}".replace("Column", "column").strip()) from None
+    tree = guard_derived_outputs(tree, lambda t: infos[(t.db, t.name)].key[0])
     tree = merge_filtered_sides(_merge_joined_subqueries(merge_subqueries(tree)))
     if any(isinstance(sq.parent, (exp.From, exp.Join)) for sq in tree.find_all(exp.Subquery)):
         raise refuse("this subquery in FROM (it could not be merged into the outer query)")

@@ -12,9 +12,11 @@ def from_item(tree: exp.Select) -> exp.Expression:
 
 
 def conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
+    """The conjuncts of e, parenthesized ANDs split too: `(a AND b) AND c` is [a, b, c]."""
     if e is None:
         return []
-    return [c.unnest() for c in e.flatten()] if isinstance(e, exp.And) else [e.unnest()]
+    e = e.unnest()
+    return [c for part in e.flatten() for c in conjuncts(part)] if isinstance(e, exp.And) else [e]
 
 
 def where_conjuncts(tree: exp.Select) -> list[exp.Expression]:

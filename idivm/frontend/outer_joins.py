@@ -156,6 +156,38 @@ def _filtered_table(q: exp.Expression) -> tuple[exp.Table, exp.Expression, dict[
     return src.this, where.this, names
 
 
+def guard_derived_outputs(tree: exp.Select, key_of) -> exp.Select:
+    """In a query with outer joins, each computed output of a subquery in FROM becomes `CASE WHEN
+    <a key column of its table> IS NOT NULL THEN <output> END` (key_of: table node -> a NOT NULL
+    column), before sqlglot's merge_subqueries moves it into the outer SELECT.
+
+    Why: where the subquery's side is NULL-padded its row does not exist, so every output of it
+    is NULL. Merged, the output is computed over the padded (NULL) columns instead, which gives the
+    same NULL only for strict expressions (`y + 1`): `COALESCE(y, 0)`, `y IS NULL`, a `CASE` or a
+    constant would give a value on every padded row. A key column is NULL exactly on padded rows
+    (a primary key never is), so the guard keeps matched rows as they are and padded ones NULL,
+    in every branch the expansion makes. A subquery whose FROM is not a table is left alone (and
+    refused later if it cannot be merged)."""
+    if not any(side_of(j) in OUTER_SIDES for j in tree.find_all(exp.Join)):
+        return tree
+    for sq in list(tree.find_all(exp.Subquery)):
+        if not isinstance(sq.parent, (exp.From, exp.Join)) or not isinstance(sq.this, exp.Select):
+            continue
+        body = sq.this
+        src = from_item(body)
+        if not isinstance(src, exp.Table):
+            continue
+        key = exp.column(key_of(src), src.alias_or_name, quoted=True)
+        for e in list(body.expressions):
+            inner = e.this if isinstance(e, exp.Alias) else e
+            if isinstance(inner, exp.Column):
+                continue
+            guarded = exp.Case(ifs=[exp.If(this=exp.Not(this=exp.Is(this=key.copy(), expression=exp.null())),
+                                           true=inner.copy())])
+            e.replace(exp.alias_(guarded, e.alias_or_name, quoted=True))
+    return tree
+
+
 def merge_filtered_sides(tree: exp.Select) -> exp.Select:
     """A filtering subquery over one table on a side of a query with outer joins becomes the table,
     its filter moved where it means the same (sqlglot's merge_subqueries leaves them):
