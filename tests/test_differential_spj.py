@@ -242,7 +242,11 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
 
     def filtered(j):  # a subquery that filters one table: its WHERE becomes part of the join's ON
         alias, t = scans[j]
-        return f"(SELECT {', '.join(t.all)} FROM {t.name} WHERE {draw(predicates(t.all))}) AS {alias}"
+        outs = list(t.all)
+        if draw(st.booleans()):  # and computes a column, which must read NULL on padded rows
+            c = draw(st.sampled_from(t.cols))
+            outs = [f"COALESCE({c}, -1) AS {c}" if x == c else x for x in outs]
+        return f"(SELECT {', '.join(outs)} FROM {t.name} WHERE {draw(predicates(t.all))}) AS {alias}"
 
     def computed(j):  # a subquery whose non-key column is an expression that is not NULL on NULLs: on a
         alias, t = scans[j]  # padded row it must read NULL all the same (frontend/outer_joins.py)

@@ -135,9 +135,10 @@ def never_true(c: exp.Expression) -> bool:
     return isinstance(c, _COMPARISONS) and (_is_null(c.this) or _is_null(c.expression))
 
 
-def _filtered_table(q: exp.Expression) -> tuple[exp.Table, exp.Expression, dict[str, str]] | None:
-    """(table, WHERE, output name -> column) of `(SELECT col AS name, ... FROM t WHERE ...)`, None if
-    the subquery is anything else (expressions in its outputs would not be NULL on a padded row)."""
+def _filtered_table(q: exp.Expression) -> tuple[exp.Table, exp.Expression, dict[str, exp.Expression]] | None:
+    """(table, WHERE, output name -> its expression) of `(SELECT e AS name, ... FROM t WHERE ...)`,
+    None if the subquery is anything else. Its computed outputs are guarded by t's key already
+    (guard_derived_outputs), so they are NULL on a padded row wherever they are used."""
     if not isinstance(q, exp.Subquery) or not isinstance(q.this, exp.Select):
         return None
     inner = q.this
@@ -150,9 +151,9 @@ def _filtered_table(q: exp.Expression) -> tuple[exp.Table, exp.Expression, dict[
     names = {}
     for e in inner.expressions:
         c = e.this if isinstance(e, exp.Alias) else e
-        if not isinstance(c, exp.Column):
+        if c.find(exp.Subquery, exp.Exists, exp.AggFunc, exp.Window):
             return None
-        names[e.alias_or_name] = c.name
+        names[e.alias_or_name] = c
     return src.this, where.this, names
 
 
@@ -213,11 +214,19 @@ def merge_filtered_sides(tree: exp.Select) -> exp.Select:
         else:
             continue
         inner_alias = table.alias_or_name
-        where = where.copy().transform(lambda c: exp.column(c.name, alias, quoted=True)
-                                       if isinstance(c, exp.Column) and c.table == inner_alias else c)
+
+        def rebind(e: exp.Expression) -> exp.Expression:  # the subquery's columns, as the outer query names them
+            return e.copy().transform(lambda c: exp.column(c.name, alias, quoted=True)
+                                      if isinstance(c, exp.Column) and c.table == inner_alias else c)
+
+        where = rebind(where)
         for c in list(tree.find_all(exp.Column)):
             if c.table == alias and c.name in names and c.find_ancestor(exp.Subquery) is not node.this:
-                c.set("this", exp.to_identifier(names[c.name], quoted=True))
+                e = names[c.name]
+                if isinstance(e, exp.Column):
+                    c.set("this", exp.to_identifier(e.name, quoted=True))
+                else:
+                    c.replace(exp.paren(rebind(e)))
         table = table.copy()
         table.set("alias", exp.TableAlias(this=exp.to_identifier(alias, quoted=True)))
         node.set("this", table)
