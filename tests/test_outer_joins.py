@@ -138,3 +138,15 @@ def test_auto_maintains_outer_joins_with_the_id_rules(engine, db):
     engine.register_view("v", VIEWS["left"][0], strategy="auto")
     text = engine.explain("v")
     assert "strategy: id" in text and "outer joins" in text, text[:400]
+
+
+def test_higher_order_names_the_outer_join_it_does_not_translate(engine, db):
+    """The padded rows of a LEFT JOIN are a UNION branch with NOT EXISTS: the refusal names the outer
+    join the user wrote, not the branch it was expanded into."""
+    import idivm
+
+    db.execute(SCHEMA)
+    with pytest.raises(idivm.UnsupportedQuery) as e:
+        engine.register_view("v", VIEWS["left"][0], strategy="higher-order")
+    assert "outer joins whose padded rows need a NOT EXISTS" in str(e.value) and "UNION" not in str(e.value), e.value
+    assert engine.list() == []

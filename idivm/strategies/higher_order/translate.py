@@ -129,8 +129,9 @@ def _union_count(union: Union) -> tuple[tuple[str, ...], Expr, frozenset[str]]:
     terms = []
     for branch in union.branches:
         scope, body, nesting = _spj(branch)
-        if nesting:
-            raise refuse("EXISTS / IN or scalar subqueries inside a UNION branch")
+        if nesting:  # an outer join's padded rows are such a branch: NOT EXISTS (no partner)
+            raise refuse("outer joins whose padded rows need a NOT EXISTS over a table" if union.outer_join
+                         else "EXISTS / IN or scalar subqueries inside a UNION branch")
         lifts = [Assign(v, scope.extern("value", scope.joined_column(e))) for v, (_, e) in zip(group, branch.outputs)]
         terms.append(Sum(group, mul(body, *lifts)))
     return group, Sum(group, add(*terms)), frozenset(group)
