@@ -92,6 +92,11 @@ VIEWS = {
     "filtered_computed": ("SELECT c.name, o.amt, o.late FROM customers c LEFT JOIN (SELECT customer, COALESCE(amount, 0) "
                           "+ 1 AS amt, status IS DISTINCT FROM 'open' AS late FROM orders WHERE amount < 8) o "
                           "ON o.customer = c.id AND o.amt > 2", ["name", "amt", "late"]),
+    # a guarded computed output in a later FULL JOIN's condition: NULL when its side is padded, so the
+    # condition cannot hold there (refused as "may hold when o is NULL-padded" before)
+    "computed_then_full": ("SELECT c.name, o.amt, i.sku FROM customers c JOIN (SELECT id, customer, COALESCE(amount, 0) "
+                           "AS amt FROM orders WHERE status = 'open') o ON o.customer = c.id FULL JOIN customers c2 ON c2.id = c.id "
+                           "FULL JOIN items i ON i.qty = o.amt", ["name", "amt", "sku"]),
     "subquery_in_where": ("SELECT c.name, o.id AS oid FROM customers c LEFT JOIN orders o ON o.customer = c.id "
                           "WHERE NOT EXISTS (SELECT 1 FROM items i WHERE i.order_id = o.id)", ["name", "oid"]),
 }

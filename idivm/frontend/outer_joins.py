@@ -119,11 +119,24 @@ _STRICT_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.DPipe)
 
 
 def _is_null(e: exp.Expression) -> bool:
-    """NULL, a cast of NULL, or arithmetic with a NULL operand (NULL whatever the other is)."""
+    """NULL, a cast of NULL, arithmetic with a NULL operand (NULL whatever the other is), or a CASE
+    without ELSE none of whose branches can be taken (a padded subquery output, guard_derived_outputs:
+    `CASE WHEN <NULL> IS NOT NULL THEN ... END`)."""
     e = e.unnest()
     if isinstance(e, _STRICT_ARITHMETIC):
         return _is_null(e.this) or _is_null(e.expression)
+    if isinstance(e, exp.Case) and e.args.get("default") is None and not e.this:
+        return all(_never_taken(i.this) or _is_null(i.args["true"]) for i in e.args.get("ifs") or [])
     return isinstance(e, exp.Null) or (isinstance(e, exp.Cast) and _is_null(e.this))
+
+
+def _never_taken(c: exp.Expression) -> bool:
+    """A CASE condition that is never TRUE: `x IS NOT NULL` of a NULL x, or a comparison with NULL."""
+    c = c.unnest()
+    if isinstance(c, exp.Not) and isinstance(c.this.unnest(), exp.Is):
+        test = c.this.unnest()
+        return isinstance(test.expression, exp.Null) and _is_null(test.this)
+    return never_true(c)
 
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.Like, exp.ILike)
