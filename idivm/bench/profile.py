@@ -44,9 +44,10 @@ def shape(sql: str) -> str:
     return sql.strip()
 
 
-_PLAN_NODE = re.compile(r"(Seq Scan|Index Only Scan|Index Scan|Bitmap Heap Scan|Hash Join|Merge Join|Nested Loop|"
-                        r"Hash Anti Join|Hash Semi Join|Hash Right Anti Join|Merge Anti Join|Nested Loop Anti Join|"
-                        r"Nested Loop Semi Join|Nested Loop Left Join|Hash Left Join|Hash Right Join|HashAggregate|"
+# a longer node name before its prefix ("Nested Loop Anti Join" before "Nested Loop"): alternation takes the first match
+_PLAN_NODE = re.compile(r"(Seq Scan|Index Only Scan|Index Scan|Bitmap Heap Scan|Hash Right Anti Join|Hash Anti Join|"
+                        r"Hash Semi Join|Hash Left Join|Hash Right Join|Hash Join|Merge Anti Join|Merge Join|"
+                        r"Nested Loop Anti Join|Nested Loop Semi Join|Nested Loop Left Join|Nested Loop|HashAggregate|"
                         r"GroupAggregate|Sort)(?: using \S+)?(?: on (\S+))?")
 
 
@@ -120,7 +121,7 @@ def _planned_script(recorder: "Recorder"):
     executor calls it then): from there on, the batches it sends are the Δ-script's."""
     def script(conn, view_id, changed, report):
         recorder.explain = True
-        return stored_script(conn, view_id, changed, report)
+        return _statement_script(conn, view_id, changed, report)
 
     return script
 

@@ -31,7 +31,7 @@ from ..program import relations as R
 from ..program.steps import CreateScratch, DeleteMatching, InsertRows, Program, Record, UpdateMatching
 from ..program.trees import alias, all_of, col, eq, exists, num, paren, select, subquery, union_all
 from .aggregate_target import STATE_N, match_keys, state_columns, state_count, state_sum
-from .spj import VIEW_ALIAS, full_query
+from .spj import VIEW_ALIAS
 from .union import UnionTarget
 
 EXACT_TYPE_OIDS = {20, 21, 23, 1700}  # int8, int2, int4, numeric
@@ -46,9 +46,7 @@ def choose_rule(target, column_types) -> None:
         return
     summed = [c for c, s in args.items() if s]
     if summed:
-        cache = target.cache
-        query = cache.query() if isinstance(cache, UnionTarget) else full_query(cache)
-        types = column_types(select([col(None, c) for c in summed], [subquery(query, "q")]))
+        types = column_types(select([col(None, c) for c in summed], [subquery(target.cache.query(), "q")]))
         if any(t not in EXACT_TYPE_OIDS for t in types):
             return
     target.sum_args = args

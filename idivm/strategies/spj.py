@@ -69,6 +69,10 @@ class Target(MaintainedTable):
         return [n for n, _ in self.plan.outputs] + [i.name for i in self.plan.ids] + (
             [BRANCH_COLUMN] if self.branch is not None else [])
 
+    def query(self) -> exp.Select:
+        """The view's defining query over post-state base tables, with its IDs (its initial contents)."""
+        return full_query(self)
+
 
 def bind_with(mapping: dict[str, tuple[str, str]], pre_alias: str | None = None):
     """Rebind scan columns: scan -> (alias, column prefix); returns a function from a view expression

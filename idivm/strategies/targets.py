@@ -77,15 +77,15 @@ def build_program(target, strategy: str, minimized: bool = True) -> Program:
     if isinstance(target, HigherOrderTarget):
         return higher_order_program(target)
     if isinstance(target, AggregateTarget):
-        # footnote 6: without a cache there is no cache program
+        row_ids: dict[int, list[str]] = {}  # a union cache's: the rows each branch's steps write (outer joins)
+        if target.agg.no_cache:  # footnote 6: without a cache there is no cache program
+            cache = Program(strategy=strategy)
+        elif isinstance(target.cache, UnionTarget):
+            cache = union_program(target.cache, lambda b: compile_program(b, strategy, minimized), row_ids)
+        else:
+            cache = build_program(target.cache, strategy, minimized)
         if target.sum_args is not None:
-            row_ids: dict[int, list[str]] = {}
-            if isinstance(target.cache, UnionTarget):  # the rows each branch's steps write (outer joins)
-                cache = union_program(target.cache, lambda b: compile_program(b, strategy, minimized), row_ids)
-            else:
-                cache = build_program(target.cache, strategy, minimized)
             return sum_program(target, cache, row_ids)
-        cache = Program(strategy=strategy) if target.agg.no_cache else build_program(target.cache, strategy, minimized)
         return general_program(target, cache)
     if isinstance(target, UnionTarget):
         return union_program(target, lambda b: compile_program(b, strategy, minimized))

@@ -39,7 +39,7 @@ from ...names import counted, display_name
 from ...sqltext import run, run_batch
 from .instances import build_instances, forget_instances
 from .maintenance_lock import LOCK_CLASS
-from .server_maintenance import RESULT
+from .server_maintenance import RESULT, input_arrays
 
 __all__ = ["LOCK_CLASS", "MaintenanceReport", "Busy", "Stale", "maintain_view", "run_maintenance", "stored_script"]
 
@@ -236,7 +236,7 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
     if script is stored_script:  # this engine: the whole maintenance in one server call (server_maintenance.py)
         try:
             outcome, message, result, ids, schemas, names = run(  # psycopg's errors, as batches raise
-                conn, f"SELECT m.outcome, m.message, m.figures, {INPUT_ARRAYS} "
+                conn, f"SELECT m.outcome, m.message, m.figures, {input_arrays('%(v)s')} "
                       "FROM idivm.maintain_locked(%(v)s, true, %(shown)s) AS m",
                 {"v": view_id, "shown": report.view}).fetchone()
         except psycopg.Error as e:
@@ -291,12 +291,6 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
     report.seconds = time.perf_counter() - started
     catalog.record_maintained(conn, view_id, row.now, report.seconds * 1000, report.changes)
     return [t.id for t in inputs]
-
-
-# the captured ids, schemas and names of a view's inputs (parameter: the view id), in captured id order
-INPUT_ARRAYS = ", ".join(
-    f"ARRAY(SELECT c.{col} FROM idivm.view_inputs AS vi JOIN idivm.captured_tables AS c ON c.id = vi.captured_table_id "
-    f"WHERE vi.view_id = %(v)s ORDER BY c.id)" for col in ("id", "schema_name", "table_name"))
 
 
 def _prune_and_unlock(conn: Connection, captured_ids: list[int], view_id: int) -> bool:

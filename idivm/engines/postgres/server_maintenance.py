@@ -15,7 +15,10 @@ implementation of a deferred maintenance on PostgreSQL:
   (capture/schema_changes.py), so the compiled text stays valid until a rebuild writes a new one.
 - **Generic, installed by init**: ``idivm.maintain_locked(view id, ...)`` locks the view's catalog
   row, skips immediate views, refuses stale ones with the CLI's message, runs the per-view function
-  and records the new snapshot; the Python executor calls it after taking the view's lock.
+  and records the new snapshot; the Python executor calls it after taking the view's lock, where it
+  cannot send the whole maintenance as ``CALL idivm.maintain_call(...)`` (a procedure that takes the
+  lock, calls maintain_locked in its own REPEATABLE READ transaction, commits, prunes and unlocks:
+  one round trip for `idivm maintain`, the scheduler and the Python API).
   ``idivm.maintain(view text)`` resolves the name as the CLI does (unqualified: the current
   schema), takes the view's maintenance lock (the advisory lock the CLI and the scheduler take,
   maintenance_lock.py, held to the end of the transaction), calls maintain_locked and returns a
@@ -73,6 +76,15 @@ def view_delta(view_id: int, captured_id: int) -> str:
 
 # What the per-view function returns, in this order (a float8[]): then each input's effective changes
 RESULT = ("changes", "statements", "view_rows", "i-diffs", CACHE_ROLE, VIEW_ROLE)
+
+
+def input_arrays(view_id: str) -> str:
+    """Three select-list items: the captured ids, schemas and names of a view's inputs, in captured id
+    order (the order of the per-input counts after RESULT). `view_id`: the SQL that gives the view's
+    id (a query parameter, or a PL/pgSQL variable)."""
+    return ", ".join(
+        f"ARRAY(SELECT c.{col} FROM idivm.view_inputs AS vi JOIN idivm.captured_tables AS c ON c.id = vi.captured_table_id "
+        f"WHERE vi.view_id = {view_id} ORDER BY c.id)" for col in ("id", "schema_name", "table_name"))
 
 
 def _counted(text: str) -> str:
@@ -456,10 +468,9 @@ BEGIN
   outcome := m.outcome;
   message := m.message;
   figures := m.figures;
-  SELECT array_agg(c.id ORDER BY c.id), array_agg(c.schema_name ORDER BY c.id), array_agg(c.table_name ORDER BY c.id)
-    INTO input_ids, input_schemas, input_names
-  FROM idivm.view_inputs AS vi JOIN idivm.captured_tables AS c ON c.id = vi.captured_table_id
-  WHERE vi.view_id = maintain_call.view_id;
+  IF outcome = 'maintained' THEN
+    SELECT {input_arrays('maintain_call.view_id')} INTO input_ids, input_schemas, input_names;
+  END IF;
   COMMIT;
   IF outcome = 'maintained' AND figures[1] > 0 THEN  -- consumed something: prune what every view over its tables has
 {_prune_quietly('input_ids')}
