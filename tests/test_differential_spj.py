@@ -520,9 +520,18 @@ def test_random_views_equal_recomputation(module_db, family, data):
         STATS["sql"]["rounds"] += len(rounds)
 
 
+LOCAL_ROWS = ("20000", "0", "5")  # Spark's inputs from the transaction, through JDBC, or by their size
+
+
 def _maintain_on_spark(engine, name: str, names: list[str]) -> None:
     """Maintain the view on Spark; what the Spark engine refuses must be named in one line, and the
-    view then leaves the comparison (its changes stay for the PostgreSQL engine)."""
+    view then leaves the comparison (its changes stay for the PostgreSQL engine). The runs take in
+    turn every input from the maintenance transaction (local relations), every input through
+    JDBC, and each by its size (engines/spark/local_inputs.py)."""
+    runs = STATS["spark"].setdefault("maintenances", 0)
+    STATS["spark"]["maintenances"] = runs + 1
+    saved = os.environ.get("IDIVM_SPARK_LOCAL_ROWS")
+    os.environ["IDIVM_SPARK_LOCAL_ROWS"] = LOCAL_ROWS[runs % len(LOCAL_ROWS)]
     try:
         report = engine.maintain(name, engine="spark")
     except idivm.UnsupportedQuery as e:
@@ -533,6 +542,11 @@ def _maintain_on_spark(engine, name: str, names: list[str]) -> None:
         names.remove(name)
         engine.drop_view(name)
         return
+    finally:
+        if saved is None:
+            os.environ.pop("IDIVM_SPARK_LOCAL_ROWS", None)
+        else:
+            os.environ["IDIVM_SPARK_LOCAL_ROWS"] = saved
     assert report.engine == "spark", report
     STATS["spark"]["offloaded"] += report.offloaded
     per = STATS["spark"]["by_strategy"].setdefault(SPARK_STRATEGY[name], {"rounds": 0, "offloaded": 0})

@@ -135,6 +135,7 @@ def test_steps_rewritten_to_read_staged_rows_keep_their_meaning(engine, shop, mo
 def test_spark_reads_only_the_maintenance_snapshot(engine, shop, monkeypatch):
     """A writer that commits after the maintenance transaction exported its snapshot, while Spark
     has not read yet, is not seen by that maintenance, and is applied by the next."""
+    monkeypatch.setenv("IDIVM_SPARK_LOCAL_ROWS", "0")  # every input read by Spark through JDBC
     import psycopg
 
     from idivm.engines.spark import executor
@@ -219,6 +220,7 @@ def test_small_batches_read_only_the_base_rows_they_can_join(engine, shop, monke
     """A base table joined to the batch by an equality is read only at the batch's values, and one
     joined to such a table only at the values of its restricted rows (a chain: new parts reach
     devices through devices_parts); the filters run in PostgreSQL, and the view is still exact."""
+    monkeypatch.setenv("IDIVM_SPARK_LOCAL_ROWS", "0")  # every input read by Spark through JDBC
     from idivm.engines.spark import reads
 
     sql, cols = VIEWS["spj"]
@@ -241,6 +243,41 @@ def test_small_batches_read_only_the_base_rows_they_can_join(engine, shop, monke
     assert_equal_multiset(shop, "v", sql, cols)
 
 
+@pytest.mark.parametrize("strategy", ["id", "tuple"])
+def test_small_inputs_come_from_the_maintenance_transaction(engine, shop, monkeypatch, strategy):
+    """Inputs of at most IDIVM_SPARK_LOCAL_ROWS rows reach Spark from the maintenance transaction
+    itself (engines/spark/local_inputs.py), larger ones through JDBC: with the default limit this
+    batch opens no JDBC read at all; with a limit of 3 rows the larger inputs are read through JDBC
+    and the smaller ones are not; the view is exact either way, values (numeric scale, NULLs) too."""
+    from idivm.engines.spark import executor, local_inputs
+
+    sql, cols = VIEWS["spj"]
+    engine.register_view("v", sql, strategy=strategy)
+    jdbc, local = [], []
+    real_local = executor.read_local
+
+    def recording_local(spark, cursor, query, columns, name, limit):
+        fits = real_local(spark, cursor, query, columns, name, limit)
+        (local if fits else jdbc).append(name)
+        return fits
+
+    monkeypatch.setattr(executor, "read_local", recording_local)
+    for new, limit, expect_jdbc in ((31, None, False), (33, "3", True)):
+        if limit:
+            monkeypatch.setenv("IDIVM_SPARK_LOCAL_ROWS", limit)
+        jdbc.clear(), local.clear()
+        shop.execute("INSERT INTO parts VALUES (%s, NULL), (%s, 0.05)", (new, new + 1))
+        shop.execute("UPDATE parts SET price = price + 1.01 WHERE pid IN (3, 4, 5, 6)")
+        shop.execute("DELETE FROM devices_parts WHERE pid = %s", (new - 23,))
+        shop.execute("INSERT INTO devices_parts VALUES (1, %s), (2, 29), (4, %s) ON CONFLICT DO NOTHING", (new, new + 1))
+        assert engine.maintain("v", engine="spark").offloaded > 0
+        assert local, "no input came from the transaction"
+        assert bool(jdbc) == expect_jdbc, (limit, jdbc, local)
+        assert_equal_multiset(shop, "v", sql, cols)
+    assert local_inputs.arrow_type("character(3)") is None  # its padding: read through JDBC
+    assert str(local_inputs.arrow_type("numeric(12,4)")) == "decimal128(12, 4)"
+
+
 def test_what_a_batch_cannot_produce_is_not_computed_on_spark(engine, shop, monkeypatch):
     """Price updates give the id strategy's view no new rows to join (its inserts take kind I
     only): Spark reads nothing and runs no job, and the view is exact."""
@@ -251,6 +288,7 @@ def test_what_a_batch_cannot_produce_is_not_computed_on_spark(engine, shop, monk
 
     monkeypatch.setattr(executor, "read", no_read)
     monkeypatch.setattr(reads, "read", no_read)
+    monkeypatch.setattr(executor, "read_local", no_read)
     sql, cols = VIEWS["spj"]
     engine.register_view("v", sql)
     shop.execute("UPDATE parts SET price = price + 1 WHERE pid < 10")
@@ -347,6 +385,7 @@ def test_a_cancelled_spark_job_rolls_back_and_the_next_run_is_exact(engine, shop
     """The Spark job killed mid-run (its job group cancelled while its jobs run, as an operator in
     Spark's UI or a lost driver would): the maintenance fails with one line, view and log are as
     before, and the next run (on Spark) applies every change once."""
+    monkeypatch.setenv("IDIVM_SPARK_LOCAL_ROWS", "0")  # every input read by Spark through JDBC
     import threading
     import time
 
@@ -422,6 +461,7 @@ def test_a_failing_apply_after_spark_rolls_back_and_the_next_run_is_exact(engine
 def test_large_tables_are_read_in_parallel_key_ranges(engine, shop, monkeypatch):
     """A base table read whole, estimated large, is read in ranges of its integer key (one JDBC
     connection per core, each in the snapshot): the fill and the maintenance stay exact."""
+    monkeypatch.setenv("IDIVM_SPARK_LOCAL_ROWS", "0")  # every input read by Spark through JDBC
     from idivm.engines.spark import reads
 
     cores = SparkSettings.from_env(engine.dsn).cores()
@@ -456,6 +496,7 @@ def test_retried_tasks_stage_each_row_once(engine, shop, monkeypatch, tmp_path):
     """A task that fails and is retried (here: every task's first attempt) must not stage its rows
     twice: the driver copies a partition only once Spark has its result. Runs last in this module:
     a master that retries failed tasks (local[2,2]) is a session of its own."""
+    monkeypatch.setenv("IDIVM_SPARK_LOCAL_ROWS", "0")  # every input read by Spark through JDBC
     from idivm.engines.spark import executor
 
     monkeypatch.setenv("IDIVM_SPARK_MASTER", "local[2,2]")
@@ -502,6 +543,7 @@ def test_a_standalone_cluster_computes_the_same_view(engine, shop, monkeypatch, 
     (the same spark-class commands, here as local processes), executors in JVMs of their own that
     get the JDBC jar through spark.jars and read PostgreSQL inside the exported snapshot. Runs last
     (after local[2,2]): a cluster is a session of its own."""
+    monkeypatch.setenv("IDIVM_SPARK_LOCAL_ROWS", "0")  # every input read by Spark through JDBC
     import json
     import os
     import subprocess

@@ -6,9 +6,11 @@ window, the i-diff instances, the apply, the new snapshot recorded, one commit. 
 replaces where the expensive part of the script is computed. Once the instances exist, the
 transaction exports its snapshot, and every query of a step that reads i-diffs and base tables
 alone (engines/spark/offload.py: an insert's or a map increment's source, a matching delete's or
-update's join of Δ with base tables) is computed by Spark, which reads the window's log rows
-(folded exactly as capture/fold.py folds them, inside that snapshot) and the base tables (inside
-that snapshot, checked on every row). Spark's rows are copied into a temporary table of the
+update's join of Δ with base tables) is computed by Spark, all of them as one Spark plan
+(staging.merged). Small inputs come from the transaction itself as local relations
+(engines/spark/local_inputs.py); larger ones Spark reads: the window's log rows (folded exactly as
+capture/fold.py folds them, inside that snapshot) and the base tables (inside that snapshot,
+checked on every row). Spark's rows are copied into a temporary table per query of the
 transaction, typed by PostgreSQL from the query itself, and the step reads them from there. Every
 other step runs as PostgreSQL would run it, in the same transaction, so the view, the logs and
 the snapshot move together or not at all: a failed Spark job, a lost executor or a crash rolls
@@ -17,6 +19,7 @@ twice (engines/spark/staging.py).
 """
 from __future__ import annotations
 
+import functools
 import os
 import time
 from collections import Counter
@@ -33,7 +36,8 @@ from ...program.steps import Step
 from ...sqltext import ident, qualified, run
 from ..postgres.executor import MaintenanceReport, Statement
 from ..postgres.render import delta_table, render_step, sql as pg_sql
-from .needs import needed_columns, relations
+from .local_inputs import read_local, select_columns
+from .needs import needed_columns, occurrences, relations
 from .offload import Offload, offload, yields_nothing
 from .pushdown import Pushdown
 from .progress import new_group, tracking
@@ -41,7 +45,7 @@ from .reads import columns_to_read, export, read, read_table
 from .session import spark_session
 from .settings import SparkSettings
 from .spark_sql import spark_sql, view_name
-from .staging import copy_rows, result_rows
+from .staging import copy_split, merged, result_rows, split_rows
 
 ENGINE = "spark"
 
@@ -82,11 +86,13 @@ def spark_script(settings: SparkSettings):
                              f"`idivm refresh {report.view}` once to maintain it on Spark")
         program = from_json(text)
         steps = program.ordered()
-        work = [o for o in offloads(program) if o.step.driven_by is None or changed.get(o.step.driven_by)]
+        every = offloads(program)
+        work = [o for o in every if o.step.driven_by is None or changed.get(o.step.driven_by)]
         replaced: dict[int, Step] = {}
         if work:
             # what Spark would compute differently, or read inexactly, is refused whatever this batch holds
-            texts = {id(o.step): spark_sql(o.query) for o in work}
+            needed = {id(o) for o in work}
+            texts = {id(o.step): _text(t) for o, t in zip(every, _spark_texts(text)) if id(o) in needed}
             inputs = catalog.view_inputs(conn, view_id, reflect=True)
             _sources(inputs, [o.query for o in work])
             kinds = _kinds(conn, work)  # a query that certainly returns nothing is left to PostgreSQL,
@@ -101,6 +107,26 @@ def spark_script(settings: SparkSettings):
 
     script.engine = ENGINE  # the report names it even when nothing changed
     return script
+
+
+@functools.lru_cache(maxsize=256)
+def _spark_texts(program_text: str) -> tuple:
+    """The Spark SQL of each of a program's offloaded queries (offloads() order), or why Spark
+    refuses it; once per program and process (sqlglot's transpilation costs about 50 ms a query,
+    and a scheduler maintains the same programs over and over)."""
+    out = []
+    for o in offloads(from_json(program_text)):
+        try:
+            out.append(spark_sql(o.query))
+        except UnsupportedQuery as e:
+            out.append(e)
+    return tuple(out)
+
+
+def _text(t: str | UnsupportedQuery) -> str:
+    if isinstance(t, UnsupportedQuery):
+        raise UnsupportedQuery(str(t))
+    return t
 
 
 def _sources(inputs: list, queries: list) -> list[tuple]:
@@ -142,16 +168,26 @@ def _compute(conn: Connection, view_id: int, work: list[Offload], texts: dict[in
     spark = spark_session(settings)
     queries = [o.query for o in work]
     filters = Pushdown(cur, lambda rel: qualified(rel.schema, rel.name)).filters(queries)
+    jdbc = set()  # what Spark's executors read through JDBC (the rest came from this transaction)
     for rel, t, info, names, columns in _sources(inputs, queries):
+        name = view_name(rel)
         if rel.kind != R.DELTA:  # only the rows the batch can join, where the queries say which
             where = f" WHERE {filters[rel]}" if rel in filters else ""
-            read_table(spark, settings, cur, snapshot, view_name(rel), info, names, where)
+            if not read_local(spark, cur, select_columns(columns, info.qualified + where),
+                              [(c, info.type_of(c)) for c in columns], name, settings.local_rows):
+                read_table(spark, settings, cur, snapshot, name, info, names, where)
+                jdbc.add(name)
             continue
+        image_types = {i(c): info.type_of(c) for c in info.column_names for i in (R.pre, R.post)}
+        types = [(c, image_types.get(c, "text")) for c in columns]  # and the change kind, I, D or U
+        if read_local(spark, cur, select_columns(columns, delta_table(int(rel.name))), types, name, settings.local_rows):
+            continue  # this transaction's own i-diff instance: the window's changes, folded
         source = f"({fold_select(info, log_images(t.log_table, catalog.unconsumed('l', view_id)), t.read_columns)}) AS t"
-        read(spark, settings, f"SELECT {', '.join(ident(c) for c in columns)} FROM {source}", snapshot, view_name(rel))
+        read(spark, settings, select_columns(columns, source), snapshot, name)
+        jdbc.add(name)
     separate = os.environ.get("IDIVM_SPARK_SEPARATE_READS") == "1"
-    uses = Counter(rel for q in queries for rel in relations(q))
-    kept = [view_name(rel) for rel, n in uses.items() if n > 1 or separate]
+    uses = Counter(rel for q in queries for rel in occurrences(q))  # every place that reads it
+    kept = [view_name(rel) for rel, n in uses.items() if view_name(rel) in jdbc and (n > 1 or separate)]
     for name in kept:  # read once, by the first job that needs it, and kept for the next ones
         spark.catalog.cacheTable(name)
     out: dict[int, Step] = {}
@@ -163,11 +199,13 @@ def _compute(conn: Connection, view_id: int, work: list[Offload], texts: dict[in
                 for name in kept:
                     spark.table(name).count()
                 parts["spark reads"] = time.perf_counter() - started
-            for k, o in enumerate(work):
-                staged = f"idivm_staged_{k}"
-                run(conn, f"CREATE TEMP TABLE {qualified('pg_temp', staged)} ON COMMIT DROP AS {pg_sql(o.query)} WITH NO DATA")
-                copy_rows(cur, qualified("pg_temp", staged), result_rows(spark.sql(texts[id(o.step)])), tracker)
-                out[id(o.step)] = o.rewrite(staged)
+            staged = [f"idivm_staged_{k}" for k in range(len(work))]
+            for name, o in zip(staged, work):
+                run(conn, f"CREATE TEMP TABLE {qualified('pg_temp', name)} ON COMMIT DROP AS {pg_sql(o.query)} WITH NO DATA")
+                out[id(o.step)] = o.rewrite(name)
+            dfs = [spark.sql(texts[id(o.step)]) for o in work]  # one plan: Spark runs them side by side
+            copy_split(cur, [qualified("pg_temp", name) for name in staged],
+                       split_rows(result_rows(merged(dfs), small=not jdbc), [len(df.columns) for df in dfs]), tracker)
     finally:
         for name in kept:
             spark.catalog.uncacheTable(name)

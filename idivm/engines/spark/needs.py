@@ -17,6 +17,11 @@ def relations(tree: exp.Expression) -> list[R.Relation]:
     return out
 
 
+def occurrences(tree: exp.Expression) -> list[R.Relation]:
+    """The abstract relations a tree reads, once per place that reads it."""
+    return [rel for rel in map(R.relation_of, tree.find_all(exp.Table)) if rel is not None]
+
+
 def needed_columns(trees: list[exp.Expression]) -> dict[R.Relation, set[str] | None]:
     """Per relation the steps read, the columns they name (None: all of them, where a column is
     not qualified by an alias, a star reads every column, or one alias names different relations

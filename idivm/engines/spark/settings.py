@@ -10,7 +10,10 @@ Every setting has an environment variable; the CLI and the API pass explicit val
   a JDBC URL; on a cluster the executors may need another host name);
 - IDIVM_SPARK_CONF: extra Spark settings, "key=value" pairs separated by spaces;
 - IDIVM_SPARK_CORES: the cores of a cluster whose master URL and conf do not say (the cost model
-  of `--engine auto` divides Spark's work by them).
+  of `--engine auto` divides Spark's work by them);
+- IDIVM_SPARK_LOCAL_ROWS: inputs of at most this many rows reach Spark from the maintenance
+  transaction itself, as local relations (engines/spark/local_inputs.py); 0 reads every input
+  through JDBC.
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from psycopg.conninfo import conninfo_to_dict
 from ...errors import IdivmError
 
 DEFAULT_JAR = "/usr/share/java/postgresql.jar"
+LOCAL_ROWS = 20_000  # default of IDIVM_SPARK_LOCAL_ROWS
 INSTALL = "pip install 'idivm[spark]'"
 INSTALL_JAR = "apt-get install libpostgresql-jdbc-java (Debian, Ubuntu), or set IDIVM_SPARK_JDBC_JAR to the jar's path"
 
@@ -36,6 +40,7 @@ class SparkSettings:
     jar: str = DEFAULT_JAR
     jdbc_url: str = ""
     conf: dict[str, str] = field(default_factory=dict)
+    local_rows: int = field(default=LOCAL_ROWS, compare=False)  # not a setting of the session itself
     problem: str = ""  # why Spark cannot reach the database with these settings (check() raises it)
 
     @classmethod
@@ -47,9 +52,12 @@ class SparkSettings:
                 url = jdbc_url(dsn)
             except IdivmError as e:
                 url, problem = "", str(e)
+        local = os.environ.get("IDIVM_SPARK_LOCAL_ROWS", "").strip() or str(LOCAL_ROWS)
+        if not local.isdigit():
+            raise IdivmError(f"IDIVM_SPARK_LOCAL_ROWS must be a number of rows (0 or more), not {local!r}")
         return cls(master=master or os.environ.get("IDIVM_SPARK_MASTER") or "local[*]",
                    jar=jar or os.environ.get("IDIVM_SPARK_JDBC_JAR") or DEFAULT_JAR, jdbc_url=url, conf=conf,
-                   problem=problem)
+                   local_rows=int(local), problem=problem)
 
     def cores(self) -> int:
         """How many cores Spark computes with, as the cost model counts them (engine_choice.py): N of
@@ -71,8 +79,9 @@ class SparkSettings:
         """One line saying what is missing, and how to install it."""
         if self.problem:
             raise IdivmError(self.problem)
-        if importlib.util.find_spec("pyspark") is None:
-            raise IdivmError(f"the Spark engine needs pyspark, which is not installed: {INSTALL}")
+        for module in ("pyspark", "pyarrow"):
+            if importlib.util.find_spec(module) is None:
+                raise IdivmError(f"the Spark engine needs {module}, which is not installed: {INSTALL}")
         if not os.path.isfile(self.jar):
             raise IdivmError(f"the Spark engine needs PostgreSQL's JDBC driver, and {self.jar} does not exist: "
                              f"{INSTALL_JAR}")

@@ -1,4 +1,4 @@
-"""Rows computed on Spark, into a table of the waiting PostgreSQL transaction.
+"""Rows computed on Spark, into tables of the waiting PostgreSQL transaction.
 
 The driver copies them (COPY FROM STDIN on the transaction's own connection) only as Spark hands
 over each finished partition: a task that failed and was retried, or a speculative duplicate,
@@ -7,19 +7,52 @@ and the transaction rolls back with nothing applied.
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Iterable, Iterator
 
 COPY_BATCH = 10_000  # rows between progress reports
 
 
-def result_rows(df) -> Iterator:
-    """A query's rows for copy_rows, handed over one Spark partition at a time (the driver never
-    holds the whole result), the next partition computed while this one is copied. Measured
-    against the alternatives on a 200-change batch of V (Spark's part, seconds, `id` / `tuple`):
-    this 1.0-1.4 / 3.3-3.6; without prefetch 1.1 / 3.2-4.0; collect() in one piece 0.9 / 2.9 but
-    unbounded in memory; cache, count, then collect 2.1-2.2 / 4.0-4.9."""
+def result_rows(df, small: bool = False) -> Iterable:
+    """A query's rows for copy_rows. By default handed over one Spark partition at a time (the
+    driver never holds the whole result), the next partition computed while this one is copied:
+    each partition is a job of its own. `small` (every input of the query came from the driver,
+    engines/spark/local_inputs.py, so the result is of the batch's size): collected in one job.
+    Measured on a 200-change batch of V under `tuple`, its three queries merged into one plan
+    (Spark's part, seconds): partition by partition 1.3-2.3, collected 1.2-1.6. Before the merge
+    and the local inputs (2026-11-24, `id` / `tuple`): partition by partition 1.0-1.4 / 3.3-3.6;
+    without prefetch 1.1 / 3.2-4.0; collect() 0.9 / 2.9; cache, count, then collect 2.1-2.2 / 4.0-4.9."""
+    if small:
+        return df.collect()
     return df.toLocalIterator(prefetchPartitions=True)
+
+
+QUERY_COLUMN = "idivm_query"
+
+
+def merged(dfs: list):
+    """Several queries as one Spark plan, so that Spark plans, schedules and runs them together (a
+    maintenance's queries are independent: each reads i-diffs and base tables only): a UNION ALL
+    whose rows are (the query's number, the query's columns, NULL for every other query's
+    columns). split_rows takes it apart again."""
+    schemas = [df.schema.fields for df in dfs]
+    out = None
+    for k, df in enumerate(dfs):  # one call into Spark per query, not one per column
+        exprs = [f"{k} AS {QUERY_COLUMN}"] + [
+            f"q{j}_{i}" if j == k else f"CAST(NULL AS {f.dataType.simpleString()}) AS q{j}_{i}"
+            for j, fields in enumerate(schemas) for i, f in enumerate(fields)]
+        branch = df.toDF(*[f"q{k}_{i}" for i in range(len(schemas[k]))]).selectExpr(*exprs)
+        out = branch if out is None else out.unionAll(branch)
+    return out
+
+
+def split_rows(rows: Iterable, widths: list[int]) -> Iterator[tuple[int, tuple]]:
+    """The rows of merged(): (query number, that query's own columns)."""
+    starts = [1 + sum(widths[:k]) for k in range(len(widths))]
+    for row in rows:
+        k = row[0]
+        yield k, tuple(row[starts[k]:starts[k] + widths[k]])
 
 
 def copy_rows(cur, table: str, rows: Iterable, tracker=None) -> int:
@@ -27,19 +60,31 @@ def copy_rows(cur, table: str, rows: Iterable, tracker=None) -> int:
     returns how many. The tracker (progress.Tracker) counts them over all its copies, and the
     seconds spent copying apart from waiting for Spark's rows (copy_seconds, for the benchmark's
     breakdown)."""
+    return copy_split(cur, [table], ((0, row) for row in rows), tracker)[0]
+
+
+def copy_split(cur, tables: list[str], rows: Iterable[tuple[int, tuple]], tracker=None) -> list[int]:
+    """COPY each (k, row) of `rows` into tables[k]; how many went to each. Rows come grouped by
+    table (a UNION ALL hands over its branches' partitions in order), so each table is usually one
+    COPY; a table met again takes another."""
     base = tracker.rows if tracker is not None else 0
-    n, copying = 0, 0.0
-    with cur.copy(f"COPY {table} FROM STDIN") as copy:
-        for row in rows:
+    counts, copying = [0] * len(tables), 0.0
+    current, copy = None, None
+    with contextlib.ExitStack() as stack:
+        for k, row in rows:
             t0 = time.perf_counter()
+            if k != current:
+                stack.close()  # the previous table's COPY ends: PostgreSQL takes its last rows
+                copy, current = stack.enter_context(cur.copy(f"COPY {tables[k]} FROM STDIN")), k
             copy.write_row(tuple(row))
             copying += time.perf_counter() - t0
-            n += 1
+            counts[k] += 1
+            n = sum(counts)
             if tracker is not None and n % COPY_BATCH == 0:
                 tracker.rows = base + n
         t0 = time.perf_counter()
-    copying += time.perf_counter() - t0  # the COPY's end: PostgreSQL takes the last rows
+    copying += time.perf_counter() - t0
     if tracker is not None:
-        tracker.rows = base + n
+        tracker.rows = base + sum(counts)
         tracker.copy_seconds += copying
-    return n
+    return counts
