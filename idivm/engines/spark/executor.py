@@ -7,7 +7,7 @@ replaces where the expensive part of the script is computed. Once the instances 
 transaction exports its snapshot, and every query of a step that reads i-diffs and base tables
 alone (engines/spark/offload.py: an insert's or a map increment's source, a matching delete's or
 update's join of Δ with base tables) is computed by Spark, all of them as one Spark plan
-(staging.merged). Small inputs come from the transaction itself as local relations
+(staging.merged_sql). Small inputs come from the transaction itself as local relations
 (engines/spark/local_inputs.py); larger ones Spark reads: the window's log rows (folded exactly as
 capture/fold.py folds them, inside that snapshot) and the base tables (inside that snapshot,
 checked on every row). Spark's rows are copied into a temporary table per query of the
@@ -45,7 +45,7 @@ from .reads import columns_to_read, export, read, read_table
 from .session import spark_session
 from .settings import SparkSettings
 from .spark_sql import spark_sql, view_name
-from .staging import copy_split, merged, result_rows, split_rows
+from .staging import copy_split, merged_sql, result_rows, split_rows
 
 ENGINE = "spark"
 
@@ -203,9 +203,10 @@ def _compute(conn: Connection, view_id: int, work: list[Offload], texts: dict[in
             for name, o in zip(staged, work):
                 run(conn, f"CREATE TEMP TABLE {qualified('pg_temp', name)} ON COMMIT DROP AS {pg_sql(o.query)} WITH NO DATA")
                 out[id(o.step)] = o.rewrite(name)
-            dfs = [spark.sql(texts[id(o.step)]) for o in work]  # one plan: Spark runs them side by side
+            widths = [len(o.query.selects) for o in work]
+            plan = spark.sql(merged_sql([texts[id(o.step)] for o in work], widths))  # Spark runs them side by side
             copy_split(cur, [qualified("pg_temp", name) for name in staged],
-                       split_rows(result_rows(merged(dfs), small=not jdbc), [len(df.columns) for df in dfs]), tracker)
+                       split_rows(result_rows(plan, small=not jdbc), widths), tracker)
     finally:
         for name in kept:
             spark.catalog.uncacheTable(name)

@@ -31,24 +31,24 @@ def result_rows(df, small: bool = False) -> Iterable:
 QUERY_COLUMN = "idivm_query"
 
 
-def merged(dfs: list):
-    """Several queries as one Spark plan, so that Spark plans, schedules and runs them together (a
-    maintenance's queries are independent: each reads i-diffs and base tables only): a UNION ALL
-    whose rows are (the query's number, the query's columns, NULL for every other query's
-    columns). split_rows takes it apart again."""
-    schemas = [df.schema.fields for df in dfs]
-    out = None
-    for k, df in enumerate(dfs):  # one call into Spark per query, not one per column
-        exprs = [f"{k} AS {QUERY_COLUMN}"] + [
-            f"q{j}_{i}" if j == k else f"CAST(NULL AS {f.dataType.simpleString()}) AS q{j}_{i}"
-            for j, fields in enumerate(schemas) for i, f in enumerate(fields)]
-        branch = df.toDF(*[f"q{k}_{i}" for i in range(len(schemas[k]))]).selectExpr(*exprs)
-        out = branch if out is None else out.unionAll(branch)
-    return out
+def merged_sql(texts: list[str], widths: list[int]) -> str:
+    """Several queries (Spark SQL, each with `widths[k]` columns) as one, so that Spark parses,
+    plans, schedules and runs them together (a maintenance's queries are independent: each reads
+    i-diffs and base tables only): a UNION ALL whose rows are (the query's number, the query's
+    columns, NULL for every other query's columns). Each column position is non-NULL in one
+    branch only, so the UNION's type of it is that query's type (Spark widens NULL to any type).
+    split_rows takes the rows apart again."""
+    branches = []
+    for k, text in enumerate(texts):
+        before = [f"NULL AS q{j}_{i}" for j in range(k) for i in range(widths[j])]
+        after = [f"NULL AS q{j}_{i}" for j in range(k + 1, len(texts)) for i in range(widths[j])]
+        branches.append(f"SELECT {', '.join([f'{k} AS {QUERY_COLUMN}', *before, 'idivm_q.*', *after])} "
+                        f"FROM ({text}) AS idivm_q")
+    return " UNION ALL ".join(branches)
 
 
 def split_rows(rows: Iterable, widths: list[int]) -> Iterator[tuple[int, tuple]]:
-    """The rows of merged(): (query number, that query's own columns)."""
+    """The rows of merged_sql(): (query number, that query's own columns)."""
     starts = [1 + sum(widths[:k]) for k in range(len(widths))]
     for row in rows:
         k = row[0]
