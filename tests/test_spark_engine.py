@@ -81,6 +81,7 @@ def test_views_maintained_on_spark_equal_their_queries_and_postgres(engine, shop
     assert offloaded > 0  # Spark did compute diffs: this is not the PostgreSQL engine under another name
     text = engine.explain("spj_spark")
     assert "under --engine spark (docs/spark.md), Spark computes:" in text and "computed on Spark" in text
+    assert "run as one Spark plan" in text
     assert "FROM idivm_delta_" in text or "JOIN idivm_delta_" in text  # Spark SQL reads the batch from its temp view
     if strategy == "tuple":  # the pre-state deletes' joins of the batch with base tables too
         assert "the rows it matches computed on Spark" in text

@@ -73,7 +73,11 @@ def spark_plan(program) -> str:
             lines.append(f"-- [{i}] {st.purpose}: {what} computed on Spark\n{spark_sql(o.query)}")
         except UnsupportedQuery as e:
             lines.append(f"-- [{i}] {st.purpose}: refused: {e}")
-    return "\n".join(lines) or "nothing: every step reads the view, a cache or a map, and runs in PostgreSQL"
+    if not lines:
+        return "nothing: every step reads the view, a cache or a map, and runs in PostgreSQL"
+    return "\n".join(lines + [
+        "-- the queries a batch needs run as one Spark plan; inputs of at most IDIVM_SPARK_LOCAL_ROWS rows "
+        "come from the maintenance transaction, larger ones are read through JDBC"])
 
 
 def spark_script(settings: SparkSettings):
