@@ -38,7 +38,7 @@ from ..postgres.executor import MaintenanceReport, Statement
 from ..postgres.render import delta_table, render_step, sql as pg_sql
 from .local_inputs import read_local, select_columns
 from .needs import needed_columns, occurrences, relations
-from .offload import Offload, offload, yields_nothing
+from .offload import Offload, offloads as offload_steps, yields_nothing
 from .pushdown import Pushdown
 from .progress import new_group, tracking
 from .reads import columns_to_read, export, read, read_table
@@ -52,7 +52,7 @@ ENGINE = "spark"
 
 def offloads(program) -> list[Offload]:
     """What Spark computes of the program's steps, in step order (engines/spark/offload.py)."""
-    return [o for o in (offload(st) for st in program.ordered()) if o is not None]
+    return offload_steps(program.ordered())
 
 
 def computes_anything(program) -> bool:
@@ -64,15 +64,17 @@ def spark_plan(program) -> str:
     """What `--engine spark` computes on Spark, as explain prints it: each offloaded query's Spark
     SQL, or why Spark refuses it (then maintenance on Spark fails with that line)."""
     lines = []
-    for i, st in enumerate(program.ordered(), 1):
-        o = offload(st)
-        if o is None:
-            continue
+    steps = program.ordered()
+    for o in offloads(program):
+        i, st = steps.index(o.step) + 1, o.step
         what = "its rows" if o.query is getattr(st, "source", None) else "the rows it matches"
+        if o.reads:
+            what += (" (reading " + ", ".join(rel.label() for rel in sorted(o.reads, key=lambda r: r.label()))
+                     + " as before this maintenance, when Spark can take it exactly; else in PostgreSQL)")
         try:
             lines.append(f"-- [{i}] {st.purpose}: {what} computed on Spark\n{spark_sql(o.query)}")
         except UnsupportedQuery as e:
-            lines.append(f"-- [{i}] {st.purpose}: refused: {e}")
+            lines.append(f"-- [{i}] {st.purpose}: {'in PostgreSQL' if o.reads else 'refused'}: {e}")
     if not lines:
         return "nothing: every step reads the view, a cache or a map, and runs in PostgreSQL"
     return "\n".join(lines + [
@@ -96,7 +98,10 @@ def spark_script(settings: SparkSettings):
         if work:
             # what Spark would compute differently, or read inexactly, is refused whatever this batch holds
             needed = {id(o) for o in work}
-            texts = {id(o.step): _text(t) for o, t in zip(every, _spark_texts(text)) if id(o) in needed}
+            computed = [(o, t) for o, t in zip(every, _spark_texts(text)) if id(o) in needed]
+            # an optional offload (it reads a map or cache) that Spark cannot compute stays in PostgreSQL
+            work = [o for o, t in computed if not (o.reads and isinstance(t, UnsupportedQuery))]
+            texts = {id(o.step): _text(t) for o, t in computed if not (o.reads and isinstance(t, UnsupportedQuery))}
             inputs = catalog.view_inputs(conn, view_id, reflect=True)
             _sources(inputs, [o.query for o in work])
             kinds = _kinds(conn, work)  # a query that certainly returns nothing is left to PostgreSQL,
@@ -104,7 +109,7 @@ def spark_script(settings: SparkSettings):
         if work:
             started = time.perf_counter()
             replaced, parts = _compute(conn, view_id, work, texts, inputs, settings)
-            report.offloaded = len(work)
+            report.offloaded = len(replaced)
             report.breakdown["spark"] = time.perf_counter() - started  # reads, Spark's jobs, the copy back
             report.breakdown.update(parts)  # of which: copying rows into PostgreSQL (and reading, if separated)
         return [Statement(render_step(replaced.get(id(st), st)), st.driven_by, st.role) for st in steps]
@@ -142,6 +147,8 @@ def _sources(inputs: list, queries: list) -> list[tuple]:
     by_name = {(t.schema_name, t.table_name): t for t in inputs}
     out = []
     for rel, names in needed_columns(queries).items():
+        if rel.kind == R.VIEW:
+            continue  # a map or cache: read by _read_maintained, from the transaction
         t = by_id[int(rel.name)] if rel.kind == R.DELTA else by_name.get((rel.schema, rel.name))
         if t is None:
             raise IdivmError(f"the Spark engine reads only the view's captured tables, not {rel.label()}")
@@ -153,6 +160,26 @@ def _sources(inputs: list, queries: list) -> list[tuple]:
             columns = columns_to_read(info, names)
         out.append((rel, t, info, names, columns))
     return out
+
+
+def _read_maintained(spark, cur, work: list[Offload], settings: SparkSettings) -> set:
+    """Hand Spark the maps and caches the queries read (Offload.reads), as they are before this
+    maintenance's steps (none has run yet, and none before the reading step writes them), from the
+    transaction itself; those it cannot take exactly (more than the local limit's rows, values wider
+    than Spark's decimals) are returned, and the steps reading them stay in PostgreSQL."""
+    wanted = {rel for o in work for rel in o.reads}
+    names = needed_columns([o.query for o in work if o.reads])
+    unreadable = set()
+    for rel in sorted(wanted, key=lambda r: r.label()):
+        table = qualified(rel.schema, rel.name)
+        columns = [(c, t) for c, t in cur.execute(
+            "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = to_regclass(%s) "
+            "AND attnum > 0 AND NOT attisdropped ORDER BY attnum", (table,)).fetchall()
+            if names.get(rel) is None or c in names[rel]]
+        if not read_local(spark, cur, select_columns([c for c, _ in columns], table), columns, view_name(rel),
+                          settings.local_rows):
+            unreadable.add(rel)
+    return unreadable
 
 
 def _kinds(conn: Connection, work: list[Offload]) -> dict[int, set[str]]:
@@ -170,6 +197,10 @@ def _compute(conn: Connection, view_id: int, work: list[Offload], texts: dict[in
     cur = conn.connection.driver_connection.cursor()
     snapshot = export(cur)
     spark = spark_session(settings)
+    unreadable = _read_maintained(spark, cur, work, settings)
+    work = [o for o in work if not o.reads & unreadable]  # those steps stay in PostgreSQL
+    if not work:
+        return {}, {}
     queries = [o.query for o in work]
     filters = Pushdown(cur, lambda rel: qualified(rel.schema, rel.name)).filters(queries)
     jdbc = set()  # what Spark's executors read through JDBC (the rest came from this transaction)

@@ -46,17 +46,41 @@ def arrow_type(sql_type: str):
     return None
 
 
+def decimal_of(values) -> tuple[int, int] | None:
+    """(precision, scale) that holds every value (Decimals or None) exactly, within Spark's 38
+    digits; None if none does (or a value is NaN or infinite)."""
+    whole = scale = 0
+    for v in values:
+        if v is None:
+            continue
+        if not v.is_finite():
+            return None
+        _, digits, exponent = v.as_tuple()
+        s = max(-exponent, 0)
+        scale, whole = max(scale, s), max(whole, len(digits) + exponent)
+    precision = max(whole, 0) + scale
+    return (max(precision, 1), scale) if precision <= 38 else None
+
+
 def read_local(spark, cursor, query: str, columns: list[tuple[str, str]], name: str, limit: int) -> bool:
     """Make `name` a Spark temp view of `query`'s rows (its columns `columns`: (name, PostgreSQL
     type), in order), read on `cursor`'s own transaction, if there are at most `limit` of them and
-    every column has an exact Arrow type; False (nothing read into Spark) otherwise."""
+    every column has an exact Arrow type; False (nothing read into Spark) otherwise. A `numeric`
+    without precision (a map's or cache's sums) takes the decimal its values need, if one does."""
     types = [arrow_type(t) for _, t in columns]
-    if limit <= 0 or not columns or any(t is None for t in types):
+    if limit <= 0 or not columns or any(t is None and s != "numeric" for t, (_, s) in zip(types, columns)):
         return False
     rows = cursor.execute(f"SELECT * FROM ({query}) AS idivm_local LIMIT {int(limit) + 1}").fetchall()
     if len(rows) > limit:
         return False
     import pyarrow as pa
+
+    for i, t in enumerate(types):
+        if t is None:  # an unconstrained numeric: the decimal of its values
+            fits = decimal_of(r[i] for r in rows)
+            if fits is None:
+                return False
+            types[i] = pa.decimal128(*fits)
 
     table = pa.table([pa.array([r[i] for r in rows], type=t) for i, t in enumerate(types)],
                      names=[c for c, _ in columns])

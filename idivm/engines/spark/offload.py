@@ -20,6 +20,14 @@ PostgreSQL. Three shapes of step carry such a query:
   with b not naming the target, matches the same target rows as USING (SELECT ... FROM s WHERE b).
 
 Steps whose USING list reads Δ alone are left to PostgreSQL: there is no join to take off it.
+
+A source may also read a relation the program maintains (a higher-order strategy's map, a cache)
+if no earlier step of the program writes it (offloads): its state when the step runs is then its
+state before this maintenance, which the transaction can read before any step runs (DBToaster's
+trigger statements read other maps, VLDBJ'14 Section 5; e.g. M1 += Δr ⋈ M2 before M2 += Δs).
+Such a read is optional (Offload.reads): where Spark cannot take the relation exactly (too many
+rows to hand over, values wider than Spark's decimals) or cannot compute the query exactly, the
+step stays in PostgreSQL, which is exact too.
 """
 from __future__ import annotations
 
@@ -43,17 +51,23 @@ class Offload:
     step: Step
     query: exp.Query
     rewrite: Callable[[str], Step]  # the step reading the rows staged in the named scratch relation
+    reads: frozenset = frozenset()  # relations the program maintains that the query reads (optional offload)
 
 
-def _computable(trees: list[exp.Expression]) -> bool:
-    kinds = {rel.kind for tree in trees for rel in relations(tree)}
-    return R.DELTA in kinds and kinds <= {R.DELTA, R.BASE}
+def _computable(trees: list[exp.Expression], written: set | None = None) -> bool:
+    """Whether the trees read Δ, and else only base tables and (with `written`: the relations
+    earlier steps write) maintained relations no earlier step writes."""
+    rels = [rel for tree in trees for rel in relations(tree)]
+    kinds = {rel.kind for rel in rels}
+    allowed = {R.DELTA, R.BASE} | ({R.VIEW} if written is not None else set())
+    return R.DELTA in kinds and kinds <= allowed and not any(rel in (written or set()) for rel in rels if rel.kind == R.VIEW)
 
 
-def _from_source(step: InsertRows | AddToMap) -> Offload | None:
-    if not _computable([step.source]):
+def _from_source(step: InsertRows | AddToMap, written: set) -> Offload | None:
+    if not _computable([step.source], written):
         return None
-    return Offload(step, step.source, lambda name: replace(step, source=select([exp.Star()], [R.scratch(name)])))
+    reads = frozenset(rel for rel in relations(step.source) if rel.kind == R.VIEW)
+    return Offload(step, step.source, lambda name: replace(step, source=select([exp.Star()], [R.scratch(name)])), reads)
 
 
 def _names(e: exp.Expression, table: str) -> bool:
@@ -101,13 +115,28 @@ def _from_matching(step: DeleteMatching | UpdateMatching) -> Offload | None:
     return Offload(step, query, rewrite)
 
 
-def offload(step: Step) -> Offload | None:
-    """What Spark computes of this step (None: it runs in PostgreSQL as it is)."""
+def offload(step: Step, written: set | None = None) -> Offload | None:
+    """What Spark computes of this step (None: it runs in PostgreSQL as it is); `written`: the
+    relations the steps before it write (None: it may read no maintained relation)."""
     if isinstance(step, (InsertRows, AddToMap)):
-        return _from_source(step)
+        return _from_source(step, written)
     if isinstance(step, (DeleteMatching, UpdateMatching)):
         return _from_matching(step)
     return None
+
+
+def offloads(steps: list[Step]) -> list[Offload]:
+    """What Spark computes of a program's steps (in execution order), each source free to read the
+    maintained relations that no earlier step writes."""
+    out, written = [], set()
+    for st in steps:
+        o = offload(st, written)
+        if o is not None:
+            out.append(o)
+        target = getattr(st, "target", None)
+        if target is not None and (rel := R.relation_of(target)) is not None:
+            written.add(rel)
+    return out
 
 
 def _kinds_allowed(sel: exp.Select, alias: str) -> set[str] | None:

@@ -41,8 +41,9 @@ def view_name(rel: R.Relation) -> str:
     """The Spark temp view an abstract relation is read from."""
     if rel.kind == R.DELTA:
         return f"idivm_delta_{int(rel.name)}"
-    if rel.kind == R.BASE:
-        return "idivm_base_" + "".join(c if c.isalnum() else f"_{ord(c):x}_" for c in f"{rel.schema}.{rel.name}")
+    if rel.kind in (R.BASE, R.VIEW):  # a base table, or a map or cache the program maintains
+        prefix = "idivm_base_" if rel.kind == R.BASE else "idivm_kept_"
+        return prefix + "".join(c if c.isalnum() else f"_{ord(c):x}_" for c in f"{rel.schema}.{rel.name}")
     raise UnsupportedQuery(f"the Spark engine does not read {rel.label()}")
 
 
