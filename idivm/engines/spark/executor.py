@@ -29,7 +29,7 @@ from sqlalchemy.engine import Connection
 from ...capture.fold import fold_select, log_images
 from ...catalog import repository as catalog
 from ...errors import IdivmError, UnsupportedQuery
-from ...introspect.reflect import table_info
+from ...introspect.reflect import columns_json, table_info
 from ...program import relations as R
 from ...program.serialize import from_json
 from ...program.steps import Step
@@ -98,10 +98,11 @@ def spark_script(settings: SparkSettings):
         if work:
             # what Spark would compute differently, or read inexactly, is refused whatever this batch holds
             needed = {id(o) for o in work}
-            computed = [(o, t) for o, t in zip(every, _spark_texts(text)) if id(o) in needed]
             # an optional offload (it reads a map or cache) that Spark cannot compute stays in PostgreSQL
-            work = [o for o, t in computed if not (o.reads and isinstance(t, UnsupportedQuery))]
-            texts = {id(o.step): _text(t) for o, t in computed if not (o.reads and isinstance(t, UnsupportedQuery))}
+            computed = [(o, t) for o, t in zip(every, _spark_texts(text))
+                        if id(o) in needed and not (o.reads and isinstance(t, UnsupportedQuery))]
+            work = [o for o, _ in computed]
+            texts = {id(o.step): _text(t) for o, t in computed}
             inputs = catalog.view_inputs(conn, view_id, reflect=True)
             _sources(inputs, [o.query for o in work])
             kinds = _kinds(conn, work)  # a query that certainly returns nothing is left to PostgreSQL,
@@ -172,10 +173,8 @@ def _read_maintained(spark, cur, work: list[Offload], settings: SparkSettings) -
     unreadable = set()
     for rel in sorted(wanted, key=lambda r: r.label()):
         table = qualified(rel.schema, rel.name)
-        columns = [(c, t) for c, t in cur.execute(
-            "SELECT attname, format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = to_regclass(%s) "
-            "AND attnum > 0 AND NOT attisdropped ORDER BY attnum", (table,)).fetchall()
-            if names.get(rel) is None or c in names[rel]]
+        (rows,) = cur.execute(f"SELECT {columns_json('to_regclass(%s)')}", (table,)).fetchone()
+        columns = [(c, t) for c, t, *_ in rows or [] if names.get(rel) is None or c in names[rel]]
         if not read_local(spark, cur, select_columns([c for c, _ in columns], table), columns, view_name(rel),
                           settings.local_rows):
             unreadable.add(rel)

@@ -58,7 +58,7 @@ def decimal_of(values) -> tuple[int, int] | None:
         _, digits, exponent = v.as_tuple()
         s = max(-exponent, 0)
         scale, whole = max(scale, s), max(whole, len(digits) + exponent)
-    precision = max(whole, 0) + scale
+    precision = whole + scale
     return (max(precision, 1), scale) if precision <= 38 else None
 
 

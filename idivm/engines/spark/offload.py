@@ -58,9 +58,11 @@ def _computable(trees: list[exp.Expression], written: set | None = None) -> bool
     """Whether the trees read Δ, and else only base tables and (with `written`: the relations
     earlier steps write) maintained relations no earlier step writes."""
     rels = [rel for tree in trees for rel in relations(tree)]
+    maintained = [rel for rel in rels if rel.kind == R.VIEW]
+    if maintained and (written is None or any(rel in written for rel in maintained)):
+        return False
     kinds = {rel.kind for rel in rels}
-    allowed = {R.DELTA, R.BASE} | ({R.VIEW} if written is not None else set())
-    return R.DELTA in kinds and kinds <= allowed and not any(rel in (written or set()) for rel in rels if rel.kind == R.VIEW)
+    return R.DELTA in kinds and kinds <= {R.DELTA, R.BASE, R.VIEW}
 
 
 def _from_source(step: InsertRows | AddToMap, written: set) -> Offload | None:

@@ -68,7 +68,7 @@ def copy_split(cur, tables: list[str], rows: Iterable[tuple[int, tuple]], tracke
     table (a UNION ALL hands over its branches' partitions in order), so each table is usually one
     COPY; a table met again takes another."""
     base = tracker.rows if tracker is not None else 0
-    counts, copying = [0] * len(tables), 0.0
+    counts, copying, n = [0] * len(tables), 0.0, 0
     current, copy = None, None
     with contextlib.ExitStack() as stack:
         for k, row in rows:
@@ -79,12 +79,12 @@ def copy_split(cur, tables: list[str], rows: Iterable[tuple[int, tuple]], tracke
             copy.write_row(tuple(row))
             copying += time.perf_counter() - t0
             counts[k] += 1
-            n = sum(counts)
+            n += 1
             if tracker is not None and n % COPY_BATCH == 0:
                 tracker.rows = base + n
         t0 = time.perf_counter()
     copying += time.perf_counter() - t0
     if tracker is not None:
-        tracker.rows = base + sum(counts)
+        tracker.rows = base + n
         tracker.copy_seconds += copying
     return counts
