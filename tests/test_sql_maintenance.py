@@ -288,11 +288,14 @@ def test_pg_cron_schedules_maintenance():
                 db.execute("UPDATE parts SET price = price * 2 WHERE pid < 30")
                 db.execute("CREATE EXTENSION pg_cron")
                 db.execute("SELECT cron.schedule('idivm-maintain', '* * * * *', 'CALL idivm.maintain_all()')")
-                deadline = time.monotonic() + 90
+                # pg_cron records a run as 'starting', then 'running', then 'succeeded' or 'failed':
+                # wait for the first run to end, not just to appear.
+                deadline = time.monotonic() + 150
                 runs = []
-                while time.monotonic() < deadline and not runs:
+                while time.monotonic() < deadline and not (runs and runs[0][0] in ("succeeded", "failed")):
                     time.sleep(1)
-                    runs = db.execute("SELECT status, return_message FROM cron.job_run_details").fetchall()
+                    runs = db.execute("SELECT status, return_message FROM cron.job_run_details "
+                                      "ORDER BY runid").fetchall()
                 assert runs and runs[0][0] == "succeeded", runs
                 assert_equal_multiset(db, "cost", sql, cols)
                 assert db.execute("SELECT last_changes FROM idivm.views WHERE view_name = 'cost'").fetchone()[0] > 0
