@@ -66,7 +66,7 @@ def fold_aggregate_subquery(tree: exp.Expression) -> exp.Expression:
                 return value if isinstance(value, (exp.Column, exp.Func, exp.Literal, exp.Paren)) else exp.Paren(this=value)
             return node
 
-        return e.copy().transform(fn)
+        return e.transform(fn)
 
     outputs: list[exp.Expression] = []
     for e in tree.expressions:

@@ -82,7 +82,7 @@ def build_aggregate(tree: exp.Select, core: Node, outputs: list[tuple[str, exp.E
         return node
 
     def over_cache(e: exp.Expression, where: str) -> exp.Expression:
-        out = e.copy().transform(rewrite)
+        out = e.transform(rewrite)
         for c in out.find_all(exp.Column):
             if not str(c.table).startswith("\x00"):
                 raise UnsupportedQuery(

@@ -112,7 +112,7 @@ def pad(e: exp.Expression, padded: dict[str, TableInfo]) -> exp.Expression:
         sql_type = padded[node.table].type_of(node.name)
         return exp.Cast(this=exp.null(), to=exp.DataType.build(sql_type, dialect="postgres", udt=True))
 
-    return e.copy().transform(fn)
+    return e.transform(fn)
 
 
 _STRICT_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.DPipe)
@@ -229,7 +229,7 @@ def merge_filtered_sides(tree: exp.Select) -> exp.Select:
         inner_alias = table.alias_or_name
 
         def rebind(e: exp.Expression) -> exp.Expression:  # the subquery's columns, as the outer query names them
-            return e.copy().transform(lambda c: exp.column(c.name, alias, quoted=True)
+            return e.transform(lambda c: exp.column(c.name, alias, quoted=True)
                                       if isinstance(c, exp.Column) and c.table == inner_alias else c)
 
         where = rebind(where)

@@ -18,7 +18,7 @@ from ..engines.postgres.server_maintenance import drop_view_function, install_vi
 from ..errors import IdivmError, UnknownObject
 from ..frontend.build_plan import compile_view_sql
 from ..introspect.provider import PostgresSchema
-from ..program.serialize import from_json, to_json
+from ..program.serialize import targets, to_json
 from ..program.steps import written_tables
 from ..names import storage_table
 from ..sqltext import column_types, qualified, run
@@ -80,7 +80,7 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
                                    ds.attrs, ds.conditional, ds.label())
     for pos, (st, text) in enumerate(render(program)):
         catalog.insert_statement(conn, view_id, pos, st.phase, st.purpose, text, st.driven_by, st.role)
-    install_view_function(conn, view_id)  # SELECT idivm.maintain(...) runs the same statements server-side
+    install_view_function(conn, view_id, program)  # SELECT idivm.maintain(...) runs the same statements server-side
     for pos, text in enumerate(program.derivations):
         catalog.insert_derivation(conn, view_id, pos, text)
     create_tables(conn, target, fill)
@@ -141,7 +141,7 @@ def drop_locked(conn: Connection, row: sa.Row, keep_capture: bool = False) -> No
     run(conn, f"DROP TABLE IF EXISTS {qualified(*storage_table(row.id))}")
     run(conn, f"DROP TABLE IF EXISTS {qualified('idivm', cache_name(row.id))}")
     program = catalog.program_of(conn, row.id)
-    for schema, name in written_tables(from_json(program)) if program is not None else ():
+    for schema, name in written_tables(targets(program)) if program is not None else ():
         run(conn, f"DROP TABLE IF EXISTS {qualified(schema, name)}")  # its maps (and, if older, its table)
     drop_view_function(conn, row.id)
     catalog.delete_view(conn, row.id)

@@ -108,6 +108,6 @@ def bind_relations(tree: exp.Expression, bind) -> exp.Expression:
             bound.set("alias", node.args["alias"].copy())
         return bound
 
-    return tree.copy().transform(fn)
+    return tree.transform(fn)  # transform copies the tree first (copy=True)
 
 

@@ -20,6 +20,7 @@ table's batch after another (its increments computed from the maps as they are, 
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 
 from sqlglot import exp
@@ -133,11 +134,12 @@ def relations_read(step: Step) -> list[Relation]:
     return out
 
 
-def written_tables(program: "Program") -> list[tuple[str, str]]:
-    """(schema, name) of every maintained table the program writes: the view, its caches, its maps."""
+def written_tables(targets: Iterable[exp.Expression]) -> list[tuple[str, str]]:
+    """(schema, name) of every maintained table among a program's step targets (serialize.targets):
+    the view, its caches, its maps."""
     out: list[tuple[str, str]] = []
-    for st in program.steps:
-        rel = relation_of(st.target) if hasattr(st, "target") else None
+    for target in targets:
+        rel = relation_of(target)
         if rel is not None and rel.kind == VIEW and (rel.schema, rel.name) not in out:
             out.append((rel.schema, rel.name))
     return out

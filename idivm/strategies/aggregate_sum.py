@@ -68,7 +68,7 @@ def over_state(e: exp.Expression, state, key) -> exp.Expression:
             return key(node.name)
         return node
 
-    return e.copy().transform(fn)
+    return e.transform(fn)
 
 
 def _signed(t, write, keys: list[str], args: list[str], ids: list[str]) -> Record:

@@ -79,7 +79,7 @@ def bind_cache(e: exp.Expression) -> exp.Expression:
             return col(CACHE_ALIAS, node.name)
         return node
 
-    return e.copy().transform(fn)
+    return e.transform(fn)
 
 
 def same_key(a: exp.Expression, b: exp.Expression, nullable: bool = True) -> exp.Expression:

@@ -95,7 +95,7 @@ def bind_with(mapping: dict[str, tuple[str, str]], pre_alias: str | None = None)
         alias_, prefix = mapping[t]
         return col(alias_, f"{prefix}{node.name}")
 
-    return lambda e: e.copy().transform(fn)
+    return lambda e: e.transform(fn)
 
 
 def base_mapping(target: Target) -> dict[str, tuple[str, str]]:

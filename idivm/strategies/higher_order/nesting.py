@@ -106,7 +106,7 @@ class NestingBuilder:
                 return placeholder(VAR, v)
             return node
 
-        return e.copy().transform(put)
+        return e.transform(put)
 
     def _count(self, sq: SubqueryPredicate, inner: list[Expr], correlated: list[exp.Expression]) -> exp.Column:
         """A nested count (or, with a value among the inner factors, sum) over S with inner factors
@@ -210,7 +210,7 @@ def _over(e: exp.Expression, outer: str, values: dict[str, exp.Expression], inne
             return col(inner, node.name)
         return node
 
-    return e.copy().transform(put)
+    return e.transform(put)
 
 
 def nested_value(n: Nested, table: exp.Table, outer: str) -> exp.Expression:

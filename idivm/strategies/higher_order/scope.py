@@ -37,7 +37,7 @@ def shown(e: exp.Expression) -> str:
     def plain(node: exp.Expression) -> exp.Expression:
         return exp.to_identifier(node.name) if isinstance(node, exp.Identifier) else node
 
-    return e.copy().transform(plain).sql("postgres")
+    return e.transform(plain).sql("postgres")
 
 
 def same(a: exp.Expression, b: exp.Expression, nullable: bool) -> exp.Expression:
@@ -108,7 +108,7 @@ class Scope:
                 return placeholder(VAR_TABLE, v)
             return node
 
-        sql = e.copy().transform(put).sql("postgres")
+        sql = e.transform(put).sql("postgres")
         return Extern(kind, sql, tuple(dict.fromkeys(names)))
 
     def condition(self, e: exp.Expression) -> Expr:
@@ -152,6 +152,6 @@ class Scope:
                 return placeholder(VAR, self.var(node))
             return node
 
-        return e.copy().transform(put)
+        return e.transform(put)
 
 

@@ -196,7 +196,7 @@ def _placeholders(e: exp.Expression) -> str:
             return exp.column(node.name)
         return node
 
-    return e.copy().transform(bare).sql("postgres")
+    return e.transform(bare).sql("postgres")
 
 
 def make_higher_order_target(schema: str, name: str, plan, captured: dict, view_id: int, definition: str,

@@ -289,9 +289,9 @@ def _aggregate(agg: Aggregate, exact) -> Translation:
         kind = "count_distinct" if isinstance(node, exp.Count) else node.key.lower()
         return Slot(kind, (name,), var)
 
-    out.outputs = [(n, e.copy().transform(slot)) for n, e in agg.outputs]
+    out.outputs = [(n, e.transform(slot)) for n, e in agg.outputs]
     if agg.having is not None:
-        out.having = agg.having.copy().transform(slot)
+        out.having = agg.having.transform(slot)
     if agg.having_subqueries:
         _having_subqueries(out, agg, scope, key_var)
     return out

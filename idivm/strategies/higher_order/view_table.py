@@ -145,7 +145,7 @@ class ViewFromMaps:
                 return self.nested_value(node.name, "c")
             return node
 
-        return e.copy().transform(put)
+        return e.transform(put)
 
     def _from_maps(self, outputs: list[exp.Expression], where: list[exp.Expression],
                    joined: exp.Expression | None | bool = True) -> exp.Select:

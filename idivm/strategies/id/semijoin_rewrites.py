@@ -59,7 +59,7 @@ def _rename(e: exp.Expression, alias: str, origin: str) -> exp.Expression:
             return exp.column(node.name, origin, quoted=True)
         return node
 
-    return e.copy().transform(fn)
+    return e.transform(fn)
 
 
 def key_join_to_diff(d: IDiff) -> IDiff | None:
