@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from sqlglot import exp
 
-from idivm.engines.postgres.render import render
+from idivm.engines.postgres.render import delta_names, render
+from idivm.engines.postgres.server_maintenance import view_delta
 from idivm.program import relations as R
 from idivm.program.printer import format_program
 from idivm.program.serialize import from_json, to_json
@@ -57,6 +58,16 @@ def test_stored_program_round_trips_and_renders_to_the_stored_statements(engine,
         assert to_json(program) == text  # the JSON form is stable
         rendered = render(program)
         assert [r for _, r in rendered] == [s[0] for s in statements], name
+        # the view's own function runs the same program over its own Δ tables (rendered at
+        # registration in one pass with the statements above: render_namings)
+        view_id, source = shop.execute(
+            "SELECT v.id, p.prosrc FROM idivm.views v JOIN pg_proc p ON p.proname = 'maintain_' || v.id "
+            "WHERE v.view_name = %s", (f"{name}_{strategy}",)).fetchone()
+        with delta_names(lambda cid: view_delta(view_id, cid)):
+            own = [sql for _, sql in render(program)]
+        reading_deltas = [sql for sql in own if f"\"idivm_d{view_id}_" in sql]
+        assert reading_deltas and all(line in source for sql in reading_deltas for line in sql.splitlines()), name
+        assert "idivm_delta_" not in source and "idivm_x" not in source, name
         assert [(st.phase, st.role, st.driven_by) for st, _ in rendered] == [s[1:] for s in statements]
         printed = format_program(program)
         for i, step in enumerate(program.ordered(), 1):

@@ -13,8 +13,8 @@ from ..capture.triggers import reinstall_functions, sync_logging
 from ..catalog import repository as catalog
 from ..engines.postgres import immediate
 from ..engines.postgres.materialize import Fill, create_as, create_tables
-from ..engines.postgres.render import render, sql as pg_sql
-from ..engines.postgres.server_maintenance import drop_view_function, install_view_function
+from ..engines.postgres.render import delta_table_name, render_namings, sql as pg_sql
+from ..engines.postgres.server_maintenance import drop_view_function, install_view_function, view_delta
 from ..errors import IdivmError, UnknownObject
 from ..frontend.build_plan import compile_view_sql
 from ..introspect.provider import PostgresSchema
@@ -78,9 +78,10 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
     for pos, ds in enumerate([] if isinstance(target, HigherOrderTarget) else diff_schemas_of(plan)):
         catalog.insert_diff_schema(conn, view_id, pos, ds.scan, captured[(ds.table.schema, ds.table.name)], ds.kind,
                                    ds.attrs, ds.conditional, ds.label())
-    for pos, (st, text) in enumerate(render(program)):
+    shared, own = render_namings(program, delta_table_name, lambda cid: view_delta(view_id, cid))
+    for pos, (st, text) in enumerate(shared):
         catalog.insert_statement(conn, view_id, pos, st.phase, st.purpose, text, st.driven_by, st.role)
-    install_view_function(conn, view_id, program)  # SELECT idivm.maintain(...) runs the same statements server-side
+    install_view_function(conn, view_id, own)  # SELECT idivm.maintain(...) runs the same statements server-side
     for pos, text in enumerate(program.derivations):
         catalog.insert_derivation(conn, view_id, pos, text)
     create_tables(conn, target, fill)
