@@ -165,6 +165,61 @@ def test_spark_reads_only_the_maintenance_snapshot(engine, shop, monkeypatch):
     assert_equal_multiset(shop, "v", sql, cols)
 
 
+def test_concurrent_maintenances_in_one_process_read_their_own_inputs(engine, shop, monkeypatch):
+    """Two views over the same tables, maintained on Spark at once from two threads of one process,
+    with different windows of the same table (a is one change ahead of b): each plan reads its own
+    batch and base rows, not those the other maintenance handed Spark meanwhile. b is held just
+    before Spark plans its queries until a has handed Spark its inputs (under the same names, when
+    both shared one Spark session's temp views)."""
+    import threading
+
+    from idivm.engines.spark import executor
+
+    sql, cols = VIEWS["spj"]
+    engine.register_view("a", sql)
+    engine.register_view("b", sql)
+    shop.execute("INSERT INTO devices_parts VALUES (1, 2), (4, 5) ON CONFLICT DO NOTHING")  # x: b's alone
+    engine.maintain("a")
+    shop.execute("INSERT INTO devices_parts VALUES (7, 8), (10, 11) ON CONFLICT DO NOTHING")  # y: both windows
+    a_ready, b_held = threading.Event(), threading.Event()
+    compute, merged = executor._compute, executor.merged_sql
+
+    def a_after_b(*args, **kwargs):  # a hands Spark its inputs only once b has handed its own
+        if threading.current_thread().name == "maintain-a":
+            assert b_held.wait(120), "b never reached its plan"
+        return compute(*args, **kwargs)
+
+    def b_held_until_a(texts, widths):  # b plans its queries only after a handed Spark its inputs
+        if threading.current_thread().name == "maintain-b":
+            b_held.set()
+            assert a_ready.wait(120), "a never reached its plan"
+        else:
+            a_ready.set()
+        return merged(texts, widths)
+
+    monkeypatch.setattr(executor, "_compute", a_after_b)
+    monkeypatch.setattr(executor, "merged_sql", b_held_until_a)
+    reports, errors = {}, []
+
+    def run(name):
+        try:
+            reports[name] = engine.maintain(name, engine="spark")
+        except BaseException as e:  # surfaced below
+            errors.append(e)
+            a_ready.set()
+            b_held.set()
+
+    threads = [threading.Thread(target=run, args=(n,), name=f"maintain-{n}") for n in ("b", "a")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert all(r.offloaded > 0 and not r.failed for r in reports.values()), reports
+    for name in ("a", "b"):
+        assert_equal_multiset(shop, name, sql, cols)
+
+
 def test_a_read_outside_the_snapshot_is_refused(engine, shop):
     import psycopg
 

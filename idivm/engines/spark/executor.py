@@ -42,7 +42,7 @@ from .offload import Offload, offloads as offload_steps, yields_nothing
 from .pushdown import Pushdown
 from .progress import new_group, tracking
 from .reads import columns_to_read, export, read, read_table
-from .session import spark_session
+from .session import run_session
 from .settings import SparkSettings
 from .spark_sql import spark_sql, view_name
 from .staging import copy_split, merged_sql, result_rows, split_rows
@@ -195,7 +195,7 @@ def _compute(conn: Connection, view_id: int, work: list[Offload], texts: dict[in
     the seconds spent copying (and, with IDIVM_SPARK_SEPARATE_READS=1, reading)."""
     cur = conn.connection.driver_connection.cursor()
     snapshot = export(cur)
-    spark = spark_session(settings)
+    spark = run_session(settings)  # its own temp views and settings (session.py)
     unreadable = _read_maintained(spark, cur, work, settings)
     work = [o for o in work if not o.reads & unreadable]  # those steps stay in PostgreSQL
     if not work:

@@ -27,7 +27,7 @@ from ..postgres.render import sql as pg_sql
 from .needs import needed_columns, relations
 from .progress import ProgressCallback, new_group, tracking
 from .reads import export, read_table
-from .session import spark_session
+from .session import run_session
 from .settings import SparkSettings
 from .spark_sql import spark_sql, view_name
 from .staging import copy_rows, result_rows
@@ -63,7 +63,7 @@ class SparkFill:
         run(conn, f"CREATE TABLE {table} {WITH_STORAGE} AS\n{pg_sql(query)}\nWITH NO DATA")
         cur = conn.connection.driver_connection.cursor()
         snapshot = export(cur)
-        spark = spark_session(self.settings)
+        spark = run_session(self.settings)  # its own temp views (session.py)
         for rel, names in needed_columns([query]).items():
             read_table(spark, self.settings, cur, snapshot, view_name(rel), reflect_table(conn, rel.schema, rel.name), names)
         with tracking(spark, new_group("fill"), self.progress) as tracker:
