@@ -304,8 +304,11 @@ def test_small_inputs_come_from_the_maintenance_transaction(engine, shop, monkey
     """Inputs of at most IDIVM_SPARK_LOCAL_ROWS rows reach Spark from the maintenance transaction
     itself (engines/spark/local_inputs.py), larger ones through JDBC: with the default limit this
     batch opens no JDBC read at all; with a limit of 3 rows the larger inputs are read through JDBC
-    and the smaller ones are not; the view is exact either way, values (numeric scale, NULLs) too."""
+    and the smaller ones are not; the view is exact either way, values (numeric scale, NULLs) too.
+    A plan of local inputs alone runs without adaptive execution, one that reads through JDBC with
+    it, each in its run's own session (the process's session keeps Spark's default)."""
     from idivm.engines.spark import executor, local_inputs
+    from idivm.engines.spark import session as spark_sessions
 
     sql, cols = VIEWS["spj"]
     engine.register_view("v", sql, strategy=strategy)
@@ -318,6 +321,9 @@ def test_small_inputs_come_from_the_maintenance_transaction(engine, shop, monkey
         return fits
 
     monkeypatch.setattr(executor, "read_local", recording_local)
+    sessions = []
+    real_session = executor.run_session
+    monkeypatch.setattr(executor, "run_session", lambda settings: sessions.append(real_session(settings)) or sessions[-1])
     for new, limit, expect_jdbc in ((31, None, False), (33, "3", True)):
         if limit:
             monkeypatch.setenv("IDIVM_SPARK_LOCAL_ROWS", limit)
@@ -329,9 +335,30 @@ def test_small_inputs_come_from_the_maintenance_transaction(engine, shop, monkey
         assert engine.maintain("v", engine="spark").offloaded > 0
         assert local, "no input came from the transaction"
         assert bool(jdbc) == expect_jdbc, (limit, jdbc, local)
+        assert sessions[-1].conf.get(executor.ADAPTIVE) == ("true" if expect_jdbc else "false")
         assert_equal_multiset(shop, "v", sql, cols)
+    assert len({id(s) for s in sessions}) == len(sessions) == 2  # a session per run
+    assert spark_sessions._session.conf.get(executor.ADAPTIVE) == "true"  # the process's warm session
     assert local_inputs.arrow_type("character(3)") is None  # its padding: read through JDBC
     assert str(local_inputs.arrow_type("numeric(12,4)")) == "decimal128(12, 4)"
+
+
+def test_adaptive_execution_set_by_the_user_is_kept():
+    """IDIVM_SPARK_CONF's spark.sql.adaptive.enabled wins over the engine's choice for small plans."""
+    from idivm.engines.spark import executor
+
+    class Conf(dict):
+        def set(self, key, value):
+            self[key] = value
+
+    class Session:
+        def __init__(self):
+            self.conf = Conf()
+
+    own, default = Session(), Session()
+    executor.without_adaptive_execution(own, SparkSettings(conf={executor.ADAPTIVE: "true"}))
+    executor.without_adaptive_execution(default, SparkSettings())
+    assert own.conf == {} and default.conf == {executor.ADAPTIVE: "false"}
 
 
 def test_higher_order_increments_read_maps_on_spark(engine, shop, monkeypatch):
