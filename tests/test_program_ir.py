@@ -119,3 +119,37 @@ def test_init_compiles_the_programs_of_views_registered_before_revision_0006(eng
     shop.execute("INSERT INTO devices_parts VALUES ('d1', 'p1')")
     engine.maintain("v")
     assert shop.execute("SELECT did, cost, n FROM v").fetchall() == [("d1", 5, 1)]
+
+
+@pytest.mark.parametrize("strategy", ["id", "tuple"])
+def test_steps_are_guarded_by_the_change_kinds_they_read(engine, shop, strategy):
+    """program/emptiness.driving_masks: a step that reads its driving i-diff's inserted rows runs only
+    when the i-diff has I or U rows (kind masks with bit 1 or 4), one that reads deleted rows only
+    with D or U; a step the analysis cannot restrict runs whenever its i-diff has rows; and each
+    step's masks say the same as the emptiness of its probe query under every batch."""
+    from idivm.program.emptiness import ANY_MASK, BIT, KINDS, driving_masks, probe, yields_nothing
+
+    seen = set()
+    for name, sql in SHAPES.items():
+        engine.register_view(f"{name}_{strategy}", sql, strategy=strategy)
+        program = from_json(_stored(shop, f"{name}_{strategy}")[0])
+        for step in program.ordered():
+            masks = driving_masks(step)
+            assert masks <= ANY_MASK
+            if step.driven_by is None or probe(step) is None:
+                assert masks == ANY_MASK
+                continue
+            query = probe(step)
+            deltas = {int(r.name) for r in map(R.relation_of, query.find_all(exp.Table)) if r and r.kind == R.DELTA}
+            for mask in ANY_MASK:  # the masks are exactly the batches under which the probe may yield
+                kinds = {cid: set(KINDS) for cid in deltas} | {step.driven_by: {k for k in KINDS if mask & BIT[k]}}
+                assert (mask in masks) == (step.driven_by not in deltas or not yields_nothing(query, kinds))
+            if masks == frozenset(m for m in ANY_MASK if m & (BIT["I"] | BIT["U"])):
+                seen.add("inserted or updated")
+            if masks == frozenset(m for m in ANY_MASK if m & (BIT["D"] | BIT["U"])):
+                seen.add("deleted or updated")
+            if masks == frozenset(m for m in ANY_MASK if m & BIT["I"]):
+                seen.add("inserted")
+    assert {"deleted or updated"} <= seen, seen  # Δ- and pre-state steps: a batch of inserts skips them
+    if strategy == "id":
+        assert "inserted" in seen, seen  # Δ+ of new rows: a batch of updates skips them

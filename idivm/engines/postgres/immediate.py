@@ -41,14 +41,18 @@ immediate -> deferred records the current snapshot as consumed.
 """
 from __future__ import annotations
 
+import hashlib
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ...algebra.tables import TableInfo
 from ...capture.fold import fold_select
 from ...capture.triggers import enable_always
-from .render import as_plpgsql, delta_table
+from .kind_guards import counted_fill, guard
+from .render import SCRATCH_DO, as_plpgsql, delta_table
 from ...program import relations as R
+from ...program.emptiness import ANY_MASK, driving_masks
 from ...program.serialize import from_json
 from ...program.steps import CreateScratch
 from ...introspect.reflect import table_info
@@ -153,6 +157,27 @@ def scratch_names(program_json: str | None, view_id: int) -> list[str]:
     return [st.name for st in from_json(program_json).steps if isinstance(st, CreateScratch)]
 
 
+def _empties_itself(scratch: str, statements: list[sa.Row]) -> bool:
+    """Whether one of the stored statements is the scratch table's own set-up, which creates or
+    empties it at every application (render._create_scratch); statements stored by earlier versions
+    have none, and the application empties the table first."""
+    created = f"to_regclass({string_literal(qualified('pg_temp', scratch))})"
+    return any(st.sql.startswith(SCRATCH_DO) and created in st.sql for st in statements)
+
+
+def statement_masks(program_json: str | None, statements: list[sa.Row]) -> list[frozenset[int]] | None:
+    """Per stored statement, the kind masks of its driving i-diff under which it can change anything
+    (program/emptiness.py), from the view's program, whose steps render to the stored statements one
+    for one in execution order; None where they do not match (a view whose program could not be
+    compiled): its statements then run whenever their i-diff has rows."""
+    if program_json is None:
+        return None
+    steps = from_json(program_json).ordered()
+    if len(steps) != len(statements) or any(st.driven_by != row.driven_by for st, row in zip(steps, statements)):
+        return None
+    return [driving_masks(st) for st in steps]
+
+
 SMALL_CHANGES = 1_000  # up to this many folded changes per round, statements run with the plans kept for the session
 
 
@@ -168,21 +193,52 @@ def _statement(text: str) -> str:
             "      END IF;")
 
 
+def _shape_checked(target: str, info: TableInfo, captured_id: int) -> str:
+    """PL/pgSQL: make the session's i-diff table of a captured table have the columns this function
+    fills (_reshape, _create_temp), once per session and table: the check reads the catalog (15 µs
+    a table in a single-row write, twice per write before), so its outcome is kept in a session
+    setting, together with the table's OID. Another path that recreates the table under the same
+    name (the Python executor's statements, engines/postgres/instances.py) gives it a new OID, and
+    the next application checks again; a transaction that fails takes its setting back with it."""
+    names = [R.KIND_COLUMN] + [R.pre(c) for c in info.column_names] + [R.post(c) for c in info.column_names]
+    tag = hashlib.sha1("\x00".join(names).encode()).hexdigest()[:12]
+    setting = string_literal(f"idivm.delta_shape_{int(captured_id)}")
+    mark = f"coalesce(CAST(CAST(to_regclass({string_literal(target)}) AS oid) AS text), '') || {string_literal(':' + tag)}"
+    return (f"IF current_setting({setting}, true) IS DISTINCT FROM {mark} THEN\n"
+            f"      {_reshape(target, info)}\n"
+            f"      {_create_temp(target, instance_columns(info))}\n"
+            f"      PERFORM set_config({setting}, {mark}, false);\n"
+            "    END IF;")
+
+
 def _apply_body(views: list[sa.Row], inputs: dict[int, TableInfo], reads: dict[int, list[int]],
-                scripts: dict[int, list[sa.Row]], scratches: dict[int, list[str]]) -> str:
+                scripts: dict[int, list[sa.Row]], scratches: dict[int, list[str]],
+                masks: dict[int, list[frozenset[int]] | None], nested: bool) -> str:
+    """idivm.immediate_apply()'s body (see the module's docstring). `masks`: per view, the driving
+    kind masks of its statements (program/emptiness.py; None: each runs when its i-diff has rows);
+    `nested`: some immediate view reads another one's table, so what an application writes to a
+    view table is applied to its readers in further rounds, until a round folds nothing. Without
+    views over views one round does it, and nothing is folded twice.
+
+    Only the i-diff tables this application filled are emptied (at the end, and before a further
+    round): the Python executor's statements use tables of the same names, which an application
+    that fires inside such a maintenance (a write to a view table another immediate view reads)
+    must leave as they are."""
     changed = {cid: f"changed_{cid}" for cid in sorted(inputs)}
-    declare = "\n".join(f"  {v} boolean;" for v in changed.values())
+    kinds = {cid: f"kinds_{cid}" for cid in sorted(inputs)}
+    declare = "\n".join(f"  {v} boolean := false;" for v in changed.values())
+    declare += "\n" + "\n".join(f"  {v} int := 0;" for v in kinds.values())
     declare += "\n  folded bigint;\n  round_changes bigint;\n  small_round boolean;"
-    fold = []
+    fold, clear = [], []
     for cid, info in sorted(inputs.items()):
         pending, target = pending_table(cid), delta_table(cid)
-        fold.append(f"""    {_reshape(target, info)}
-    {_create_temp(target, instance_columns(info))}
-    DELETE FROM {target};
+        clear.append(f"    IF {changed[cid]} THEN DELETE FROM {target}; END IF;")
+        fold.append(f"""    {_shape_checked(target, info, cid)}
     {changed[cid]} := false;
+    {kinds[cid]} := 0;
     IF to_regclass({string_literal(pending)}) IS NOT NULL THEN
-      INSERT INTO {target} {fold_select(info, f"SELECT p.img, p.n FROM {pending} AS p", list(info.column_names))};
-      GET DIAGNOSTICS folded = ROW_COUNT;
+      {counted_fill(f"INSERT INTO {target} {fold_select(info, f'SELECT p.img, p.n FROM {pending} AS p', list(info.column_names))}")}
+        INTO folded, {kinds[cid]};
       {changed[cid]} := folded > 0;
       round_changes := round_changes + folded;
       DELETE FROM {pending};
@@ -194,16 +250,22 @@ def _apply_body(views: list[sa.Row], inputs: dict[int, TableInfo], reads: dict[i
             drop = (f"      DROP TABLE IF EXISTS {', '.join(qualified('pg_temp', n) for n in scratches[v.id])};\n"
                     if scratches[v.id] else "")
         else:  # emptied, not dropped: dropping and creating them again cost catalog writes per statement
-            drop = "".join(f"      {_empty_temp(qualified('pg_temp', n))}\n" for n in scratches[v.id])
+            drop = "".join(f"      {_empty_temp(qualified('pg_temp', n))}\n" for n in scratches[v.id]
+                           if not _empties_itself(n, scripts[v.id]))
         msg_isolation = string_literal(
             f"view {shown} is maintained immediately, which needs writers at READ COMMITTED; this transaction "
             "runs at %; switch the view to deferred (idivm set-mode "
             f"{shown} deferred) to write at other isolation levels")
         statements = []
-        for st in scripts[v.id]:
+        view_masks = masks.get(v.id)
+        for pos, st in enumerate(scripts[v.id]):
             line = _statement(st.sql)
-            statements.append(line if st.driven_by is None or st.driven_by not in changed
-                              else f"      IF {changed[st.driven_by]} THEN\n{line}\n      END IF;")
+            if st.driven_by is None or st.driven_by not in changed:
+                statements.append(line)
+                continue
+            cid = st.driven_by
+            mask = view_masks[pos] if view_masks is not None else ANY_MASK
+            statements.append(f"      IF {guard(changed[cid], kinds[cid], mask)} THEN\n{line}\n      END IF;")
         any_input = " OR ".join(changed[c] for c in reads[v.id])
         apply.append(f"""    IF ({any_input}) AND NOT EXISTS (SELECT 1 FROM idivm.views WHERE id = {int(v.id)} AND stale_reason IS NOT NULL) THEN
       IF current_setting('transaction_isolation') <> 'read committed' THEN
@@ -213,21 +275,30 @@ def _apply_body(views: list[sa.Row], inputs: dict[int, TableInfo], reads: dict[i
 {drop}{chr(10).join(statements)}
     END IF;""")
     nothing = " AND ".join(f"NOT {c}" for c in changed.values())
-    clear = "\n".join(f"  DELETE FROM {delta_table(cid)};" for cid in sorted(inputs))
+    body = f"""    round_changes := 0;
+{chr(10).join(fold)}"""
+    if nested:
+        rounds = f"""  LOOP
+{chr(10).join(clear)}
+{body}
+    EXIT WHEN {nothing};
+    small_round := round_changes <= {SMALL_CHANGES};
+{chr(10).join(apply)}
+  END LOOP;"""
+    else:
+        rounds = f"""{body}
+    IF NOT ({nothing}) THEN
+      small_round := round_changes <= {SMALL_CHANGES};
+{chr(10).join(apply)}
+{chr(10).join(clear)}
+    END IF;"""
     return f"""
 #variable_conflict use_column
 DECLARE
 {declare}
 BEGIN
   PERFORM set_config({string_literal(OPEN)}, '1', true);  -- what the scripts write is stashed, applied next round
-  LOOP
-    round_changes := 0;
-{chr(10).join(fold)}
-    EXIT WHEN {nothing};
-    small_round := round_changes <= {SMALL_CHANGES};
-{chr(10).join(apply)}
-  END LOOP;
-{clear}
+{rounds}
   PERFORM set_config({string_literal(OPEN)}, '0', true);
 END
 """
@@ -258,6 +329,7 @@ def sync(conn: Connection, readers_first: list[int]) -> None:
     readers: dict[int, list[str]] = {}
     scripts: dict[int, list[sa.Row]] = {}
     scratches: dict[int, list[str]] = {}
+    masks: dict[int, list[frozenset[int]] | None] = {}
     read: dict[int, set[str]] = {}
     for v in views:
         rows = catalog.view_inputs(conn, v.id, reflect=True)
@@ -268,7 +340,9 @@ def sync(conn: Connection, readers_first: list[int]) -> None:
             read.setdefault(t.id, set()).update(t.read_columns)
             readers.setdefault(t.id, []).append(display_name(v.schema_name, v.view_name))
         scripts[v.id] = catalog.statements(conn, v.id)
-        scratches[v.id] = scratch_names(catalog.program_of(conn, v.id), v.id)
+        program = catalog.program_of(conn, v.id)
+        scratches[v.id] = scratch_names(program, v.id)
+        masks[v.id] = statement_masks(program, scripts[v.id])
     for cid, info in inputs.items():  # instances of the columns the views read: a column none of them reads
         inputs[cid] = info.reading(read[cid])  # may be dropped or renamed without breaking the writers' triggers
     for v in views:  # a table dropped under a (now stale) view: its reads drop out
@@ -277,7 +351,10 @@ def sync(conn: Connection, readers_first: list[int]) -> None:
     if not inputs:
         return
     _function(conn, ENTER, "trigger", _enter_body())
-    _function(conn, APPLY, "void", _apply_body([by_id[i] for i in order], inputs, reads, scripts, scratches))
+    view_tables = {storage_table(v.id) for v in views}
+    nested = any((info.schema, info.name) in view_tables for info in inputs.values())
+    _function(conn, APPLY, "void", _apply_body([by_id[i] for i in order], inputs, reads, scripts, scratches,
+                                                masks, nested))
     for cid, info in sorted(inputs.items()):
         leave = qualified("idivm", f"immediate_leave_{cid}")
         truncate = qualified("idivm", f"immediate_truncate_{cid}")

@@ -52,11 +52,13 @@ from ...capture.fold import fold_select, log_images
 from ...catalog import repository as catalog
 from ...introspect.reflect import table_info
 from ...names import display_name
+from ...program.emptiness import driving_masks
 from ...program.serialize import from_json
 from ...program.steps import CACHE_ROLE, VIEW_ROLE, Step
-from ...sqltext import ident, qualified, run, string_literal
+from ...sqltext import qualified, run, string_literal
 from .maintenance_lock import LOCK_CLASS
 from .immediate import SMALL_CHANGES
+from .kind_guards import counted_fill, guard
 from .render import SCRATCH_DO, SCRATCH_END, SCRATCH_TRUNCATE_BYTES, as_plpgsql, delta_names, render, split_analyze
 
 REPORT_TYPE = qualified("idivm", "maintenance_report")
@@ -122,6 +124,7 @@ def view_function_body(view_id: int, shown: str, inputs: list[tuple[int, str, ob
                "idivm_small boolean;", "idivm_started timestamptz := clock_timestamp();", "idivm_mark timestamptz;",
                "idivm_idiffs_ms float8;", "idivm_cache_ms float8 := 0;", "idivm_view_ms float8 := 0;"]
     declare += [f"idivm_changed_{cid} bigint;" for cid, _, _ in inputs]
+    declare += [f"idivm_kinds_{cid} int;" for cid, _, _ in inputs]
     own_writes, fill, analyze, reset = [], [], [], []
     for cid, log, info in inputs:
         msg = string_literal(f"this transaction wrote to {display_name(info.schema, info.name)}, which view {shown} "
@@ -134,20 +137,19 @@ def view_function_body(view_id: int, shown: str, inputs: list[tuple[int, str, ob
         regclass = f"to_regclass({string_literal(target)})"
         window = catalog.unconsumed("l", view_id, snapshot_sql="CAST($1 AS pg_snapshot)")
         select = fold_select(info, log_images(log, window), list(info.column_names))
-        insert = string_literal(f"INSERT INTO {target} {select}")
-        refill = string_literal(f"WITH {ident('emptied')} AS (DELETE FROM {target}) INSERT INTO {target} {select}")
+        insert = string_literal(counted_fill(f"INSERT INTO {target} {select}"))
+        refill = string_literal(counted_fill(f"INSERT INTO {target} {select}", emptied=target))
         create = string_literal(f"CREATE TEMP TABLE {target} ON COMMIT PRESERVE ROWS AS {select} WITH NO DATA")
         fill.append(f"""  IF {regclass} IS NULL THEN
     EXECUTE {create} USING idivm_snapshot;
     ANALYZE {target};
-    EXECUTE {insert} USING idivm_snapshot;
+    EXECUTE {insert} INTO idivm_changed_{cid}, idivm_kinds_{cid} USING idivm_snapshot;
   ELSIF pg_relation_size({regclass}) > {SCRATCH_TRUNCATE_BYTES} THEN
     TRUNCATE {target};
-    EXECUTE {insert} USING idivm_snapshot;
+    EXECUTE {insert} INTO idivm_changed_{cid}, idivm_kinds_{cid} USING idivm_snapshot;
   ELSE  -- the previous round's rows go in the same statement (it cannot see the rows it adds)
-    EXECUTE {refill} USING idivm_snapshot;
+    EXECUTE {refill} INTO idivm_changed_{cid}, idivm_kinds_{cid} USING idivm_snapshot;
   END IF;
-  GET DIAGNOSTICS idivm_changed_{cid} = ROW_COUNT;
   idivm_changes := idivm_changes + idivm_changed_{cid};""")
         analyze.append(f"    ANALYZE {target};")
         reset.append(f"    TRUNCATE {target};\n    ANALYZE {target};")
@@ -156,7 +158,9 @@ def view_function_body(view_id: int, shown: str, inputs: list[tuple[int, str, ob
     for step, text in rendered:
         line = _statement(text)
         if step.driven_by is not None and step.driven_by in known:
-            line = f"    IF idivm_changed_{int(step.driven_by)} > 0 THEN\n{line}\n    END IF;"
+            cid = int(step.driven_by)  # only when its i-diff holds kinds it reads (kind_guards.py)
+            condition = guard(f"idivm_changed_{cid} > 0", f"idivm_kinds_{cid}", driving_masks(step))
+            line = f"    IF {condition} THEN\n{line}\n    END IF;"
         else:
             line = f"    BEGIN\n{line}\n    END;"
         timer = "idivm_cache_ms" if step.role == CACHE_ROLE else "idivm_view_ms"

@@ -31,6 +31,7 @@ from ...catalog import repository as catalog
 from ...errors import IdivmError, UnsupportedQuery
 from ...introspect.reflect import columns_json, table_info
 from ...program import relations as R
+from ...program.emptiness import yields_nothing
 from ...program.serialize import from_json
 from ...program.steps import Step
 from ...sqltext import ident, qualified, run
@@ -38,7 +39,7 @@ from ..postgres.executor import MaintenanceReport, Statement
 from ..postgres.render import delta_table, render_step, sql as pg_sql
 from .local_inputs import read_local, select_columns
 from .needs import needed_columns, occurrences, relations
-from .offload import Offload, offloads as offload_steps, yields_nothing
+from .offload import Offload, offloads as offload_steps
 from .pushdown import Pushdown
 from .progress import new_group, tracking
 from .reads import columns_to_read, export, read, read_table

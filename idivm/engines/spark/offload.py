@@ -38,7 +38,7 @@ from sqlglot import exp
 
 from ...program import relations as R
 from ...program.steps import AddToMap, DeleteMatching, InsertRows, Step, UpdateMatching
-from ...program.trees import alias, all_of, col, conjuncts, froms, num, select
+from ...program.trees import alias, all_of, col, conjuncts, num, select
 from .needs import relations
 
 STAGED_ALIAS = "idivm_staged"
@@ -139,51 +139,3 @@ def offloads(steps: list[Step]) -> list[Offload]:
         if target is not None and (rel := R.relation_of(target)) is not None:
             written.add(rel)
     return out
-
-
-def _kinds_allowed(sel: exp.Select, alias: str) -> set[str] | None:
-    """The change kinds the SELECT's WHERE lets through for the Δ aliased `alias` (None: any)."""
-    where = sel.args.get("where")
-    allowed: set[str] | None = None
-    for c in conjuncts(where.this if where else None):
-        if isinstance(c, exp.Paren):
-            c = c.this
-        column, values = None, None
-        if isinstance(c, exp.EQ) and isinstance(c.expression, exp.Literal) and c.expression.is_string:
-            column, values = c.this, {c.expression.this}
-        elif isinstance(c, exp.In) and not c.args.get("query") and all(
-                isinstance(v, exp.Literal) and v.is_string for v in c.expressions):
-            column, values = c.this, {v.this for v in c.expressions}
-        elif isinstance(c, exp.NEQ) and isinstance(c.expression, exp.Literal) and c.expression.is_string:
-            column, values = c.this, {R.INSERTED, R.DELETED, R.UPDATED} - {c.expression.this}
-        if isinstance(column, exp.Column) and column.name == R.KIND_COLUMN and column.table == alias:
-            allowed = values if allowed is None else allowed & values
-    return allowed
-
-
-def yields_nothing(query: exp.Expression, kinds: dict[int, set[str]]) -> bool:
-    """Whether a query certainly returns no rows, given which change kinds (I, D, U) each Δ
-    instance holds (`kinds`, by captured table): a SELECT whose inner-join operands include a Δ
-    that its WHERE restricts to kinds the instance lacks, or an empty subquery; a UNION whose
-    branches are all empty. E.g. a batch of price updates computes no `kind = 'I'` insert, and
-    Spark need not read the tables that insert joins."""
-    if isinstance(query, exp.Subquery):
-        return yields_nothing(query.this, kinds)
-    if isinstance(query, exp.Union):
-        return yields_nothing(query.this, kinds) and yields_nothing(query.expression, kinds)
-    if not isinstance(query, exp.Select):
-        return False
-    if not query.args.get("group") and any(e.find(exp.AggFunc) for e in query.expressions):
-        return False  # an aggregate without GROUP BY returns its one row even over no rows
-    if any(j.args.get("side") for j in query.args.get("joins") or []):
-        return False
-    for item in froms(query):
-        if isinstance(item, exp.Subquery) and yields_nothing(item, kinds):
-            return True
-        rel = R.relation_of(item) if isinstance(item, exp.Table) else None
-        if rel is not None and rel.kind == R.DELTA:
-            allowed = _kinds_allowed(query, item.alias_or_name)
-            present = kinds.get(int(rel.name), set())
-            if not present or (allowed is not None and not allowed & present):
-                return True
-    return False
