@@ -54,7 +54,7 @@ from .render import SCRATCH_DO, as_plpgsql, delta_table
 from ...program import relations as R
 from ...program.emptiness import ANY_MASK, driving_masks
 from ...program.serialize import from_json
-from ...program.steps import CreateScratch
+from ...program.steps import CreateScratch, Program
 from ...introspect.reflect import table_info
 from ...names import display_name, storage_table
 from ...sqltext import ident, qualified, run, string_literal
@@ -148,13 +148,13 @@ def _truncate_body(info: TableInfo, views: list[str]) -> str:
     return f"BEGIN\n  RAISE EXCEPTION {msg} USING ERRCODE = 'feature_not_supported';\nEND"
 
 
-def scratch_names(program_json: str | None, view_id: int) -> list[str]:
+def scratch_names(program: Program | None, view_id: int) -> list[str]:
     """The scratch relations a view's statements create (session temp tables): every application
     empties them first (a second one in the same transaction would see the first one's rows). Views whose program could not be
     compiled (catalog revision 0006's upgrade) use the names the grouped rules have always used."""
-    if program_json is None:
+    if program is None:
         return [f"idivm_{what}_{view_id}" for what in ("affected", "group_deltas")]
-    return [st.name for st in from_json(program_json).steps if isinstance(st, CreateScratch)]
+    return [st.name for st in program.steps if isinstance(st, CreateScratch)]
 
 
 def _empties_itself(scratch: str, statements: list[sa.Row]) -> bool:
@@ -165,14 +165,14 @@ def _empties_itself(scratch: str, statements: list[sa.Row]) -> bool:
     return any(st.sql.startswith(SCRATCH_DO) and created in st.sql for st in statements)
 
 
-def statement_masks(program_json: str | None, statements: list[sa.Row]) -> list[frozenset[int]] | None:
+def statement_masks(program: Program | None, statements: list[sa.Row]) -> list[frozenset[int]] | None:
     """Per stored statement, the kind masks of its driving i-diff under which it can change anything
     (program/emptiness.py), from the view's program, whose steps render to the stored statements one
     for one in execution order; None where they do not match (a view whose program could not be
     compiled): its statements then run whenever their i-diff has rows."""
-    if program_json is None:
+    if program is None:
         return None
-    steps = from_json(program_json).ordered()
+    steps = program.ordered()
     if len(steps) != len(statements) or any(st.driven_by != row.driven_by for st, row in zip(steps, statements)):
         return None
     return [driving_masks(st) for st in steps]
@@ -340,7 +340,8 @@ def sync(conn: Connection, readers_first: list[int]) -> None:
             read.setdefault(t.id, set()).update(t.read_columns)
             readers.setdefault(t.id, []).append(display_name(v.schema_name, v.view_name))
         scripts[v.id] = catalog.statements(conn, v.id)
-        program = catalog.program_of(conn, v.id)
+        stored = catalog.program_of(conn, v.id)
+        program = from_json(stored) if stored is not None else None
         scratches[v.id] = scratch_names(program, v.id)
         masks[v.id] = statement_masks(program, scripts[v.id])
     for cid, info in inputs.items():  # instances of the columns the views read: a column none of them reads

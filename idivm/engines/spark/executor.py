@@ -198,7 +198,7 @@ def without_adaptive_execution(spark, settings: SparkSettings) -> None:
     sizes the optimizer knows exactly, the batch's size). AQE re-plans at every shuffle from
     runtime statistics, which pays for large inputs of unknown size and only costs time here:
     `bench_spark.py --scale 0.02 --strategy tuple --masters local[2]`, Spark's whole maintenance at
-    200 changes, median of 5-7 rounds, 2.07 s with AQE and 1.27 s without; at 10,000 and 100,000
+    200 changes, medians of 5-7 rounds, 2.07 s with AQE and 1.27-1.45 s without (two runs); at 10,000 and 100,000
     changes, whose base rows come through JDBC, AQE saves 16-17% (7.7 against 9.2 s, 11.2 against
     13.4 s), so those plans keep it. The setting is the run's own session's (session.run_session)."""
     if ADAPTIVE not in settings.conf:
