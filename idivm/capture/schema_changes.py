@@ -20,6 +20,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from ..introspect.reflect import type_name
 from ..sqltext import run, string_literal
 
 ON_ALTER = r"""
@@ -56,9 +57,11 @@ BEGIN
       IF reason IS NULL THEN
         SELECT string_agg(u.value ->> 0, ', ') INTO reason
         FROM json_array_elements(inp.columns) AS u
-        WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = cmd.objid AND a.attnum > 0
+        WHERE NOT EXISTS (SELECT 1 FROM pg_attribute a JOIN pg_type ty ON ty.oid = a.atttypid
+                          JOIN pg_namespace tn ON tn.oid = ty.typnamespace
+                          WHERE a.attrelid = cmd.objid AND a.attnum > 0
                           AND NOT a.attisdropped AND a.attname = u.value ->> 0
-                          AND format_type(a.atttypid, a.atttypmod) = u.value ->> 1);
+                          AND @TYPE_NAME@ = u.value ->> 1);
         IF reason IS NOT NULL THEN
           reason := format('column(s) %s of base table %s.%s were dropped, renamed or changed type',
                            reason, inp.schema_name, inp.table_name);
@@ -81,6 +84,8 @@ EXCEPTION WHEN OTHERS THEN
   RAISE WARNING 'idivm: could not check this ALTER TABLE against maintained views: %', SQLERRM;
 END
 """
+
+ON_ALTER = ON_ALTER.replace("@TYPE_NAME@", type_name("a", "ty", "tn"))  # as reflection names types
 
 ON_DROP = r"""
 DECLARE

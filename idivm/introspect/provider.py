@@ -44,6 +44,30 @@ class PostgresSchema:
         """PostgreSQL resolves the overloads: the query becomes a temporary view inside a savepoint
         that is rolled back, and the functions, operators and aggregates its stored query tree calls
         (pg_rewrite.ev_action) are looked up in pg_proc."""
+        functions, operators = self._calls(tree)
+        if not functions and not operators:
+            return []
+        return [(r.fn, r.v) for r in self.conn.execute(sa.text(
+            "SELECT DISTINCT CAST(CAST(p.oid AS regprocedure) AS text) AS fn, p.provolatile AS v FROM pg_proc p "
+            "WHERE p.provolatile <> 'i' AND (p.oid = ANY(:f) OR p.oid IN "
+            "(SELECT o.oprcode FROM pg_operator o WHERE o.oid = ANY(:o))) ORDER BY 1"
+        ), {"f": sorted(functions), "o": sorted(operators)}).all()]
+
+    def calls_outside_catalog(self, tree: exp.Expression) -> list[str]:
+        """The functions, aggregates and operators the query calls (as PostgreSQL resolves them) that
+        are not built in (not in pg_catalog), named as their regprocedure / regoperator prints them."""
+        functions, operators = self._calls(tree)
+        if not functions and not operators:
+            return []
+        return [r[0] for r in self.conn.execute(sa.text(
+            "SELECT CAST(CAST(p.oid AS regprocedure) AS text) FROM pg_proc p WHERE p.oid = ANY(:f) "
+            "AND p.pronamespace <> CAST('pg_catalog' AS regnamespace) UNION "
+            "SELECT CAST(CAST(o.oid AS regoperator) AS text) FROM pg_operator o WHERE o.oid = ANY(:o) "
+            "AND o.oprnamespace <> CAST('pg_catalog' AS regnamespace) ORDER BY 1"
+        ), {"f": sorted(functions), "o": sorted(operators)}).all()]
+
+    def _calls(self, tree: exp.Expression) -> tuple[set[int], set[int]]:
+        """The OIDs of the functions (and aggregates) and of the operators of the query's stored tree."""
         conn = self.conn
         with probe(conn):
             try:
@@ -57,15 +81,7 @@ class PostgresSchema:
             action = conn.execute(sa.text("SELECT CAST(ev_action AS text) FROM pg_rewrite "
                                           "WHERE ev_class = CAST(:probe AS regclass)"), {"probe": PROBE}).scalar()
         calls = _CALLS.findall(action or "")
-        functions = {int(n) for kind, n in calls if kind != "opno"}
-        operators = {int(n) for kind, n in calls if kind == "opno"}
-        if not functions and not operators:
-            return []
-        return [(r.fn, r.v) for r in conn.execute(sa.text(
-            "SELECT DISTINCT CAST(CAST(p.oid AS regprocedure) AS text) AS fn, p.provolatile AS v FROM pg_proc p "
-            "WHERE p.provolatile <> 'i' AND (p.oid = ANY(:f) OR p.oid IN "
-            "(SELECT o.oprcode FROM pg_operator o WHERE o.oid = ANY(:o))) ORDER BY 1"
-        ), {"f": sorted(functions), "o": sorted(operators)}).all()]
+        return ({int(n) for kind, n in calls if kind != "opno"}, {int(n) for kind, n in calls if kind == "opno"})
 
     def has_equality(self, type_name: str) -> bool:
         """What maintenance needs of a type: = (IS DISTINCT FROM) and grouping."""

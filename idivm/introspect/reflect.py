@@ -82,14 +82,45 @@ def _storage_behind(conn: Connection, schema: str, name: str) -> tuple[str, str,
     return tuple(row[0]) if len(row) == 1 else None
 
 
+def type_name(attribute: str, type_: str, namespace: str) -> str:
+    """SQL: the type of a column (`attribute`: a pg_attribute alias; `type_`, `namespace`: its
+    pg_type and that type's pg_namespace) as format_type prints it with only pg_catalog on the
+    search path: built-in types as usual (`integer`, `numeric(8,2)`), every other type qualified
+    by its schema (`public.mood`, `public.citext[]`, `geo."Point"`).
+
+    Type names are stored in the catalog (the columns a view reads, compared by the schema-change
+    trigger) and written into DDL that runs under idivm's own functions' search path (immediate
+    mode's i-diff tables): a name that depends on the search path of whoever reflected it made a
+    table with an enum or an extension's column read `mood` at registration and `public.mood` in
+    the trigger (every ALTER TABLE of it marked its views stale), and made immediate mode's
+    function fail on every write ("type "mood" does not exist")."""
+    printed = f"format_type({attribute}.atttypid, {attribute}.atttypmod)"
+    return (f"CASE WHEN {namespace}.nspname = 'pg_catalog' OR NOT pg_type_is_visible({type_}.oid) THEN {printed} "
+            f"ELSE quote_ident({namespace}.nspname) || '.' || {printed} END")
+
+
+def own_equality_columns(conn: Connection, schema: str, table: str, columns: list[str]) -> list[tuple[str, str]]:
+    """The columns (name, type) among `columns` of the table whose type, or a domain's base type,
+    has an = operator of its own outside pg_catalog (citext's, an extension's): code that runs
+    with only pg_catalog on its search path would compare them with another operator, reached
+    through a cast (citext's values as text, case-sensitively)."""
+    return [(r[0], r[1]) for r in conn.execute(sa.text(
+        f"SELECT a.attname, {type_name('a', 'ty', 'tn')} FROM pg_attribute a JOIN pg_type ty ON ty.oid = a.atttypid "
+        "JOIN pg_namespace tn ON tn.oid = ty.typnamespace "
+        "WHERE a.attrelid = to_regclass(quote_ident(:s) || '.' || quote_ident(:t)) AND a.attname = ANY(:c) "
+        "AND a.attnum > 0 AND NOT a.attisdropped AND EXISTS (SELECT 1 FROM pg_operator o WHERE o.oprname = '=' "
+        "AND o.oprleft IN (ty.oid, ty.typbasetype) AND o.oprnamespace <> CAST('pg_catalog' AS regnamespace)) "
+        "ORDER BY a.attnum"), {"s": schema, "t": table, "c": list(columns)}).all()]
+
+
 def columns_json(regclass: str) -> str:
-    """A scalar subquery: every column of the table `regclass` (an SQL expression) with its type and its
-    position in the primary key, as one json array of [name, type, key position or null, NOT NULL]. Maintenance
-    reflects all of a view's base tables with it inside the query that lists them (hot path: one
-    round trip, not two per table)."""
+    """A scalar subquery: every column of the table `regclass` (an SQL expression) with its type (type_name)
+    and its position in the primary key, as one json array of [name, type, key position or null, NOT NULL].
+    Maintenance reflects all of a view's base tables with it inside the query that lists them (hot path:
+    one round trip, not two per table)."""
     return (
-        "(SELECT json_agg(json_build_array(a.attname, format_type(a.atttypid, a.atttypmod), k.ord, a.attnotnull) ORDER BY a.attnum) "
-        "FROM pg_attribute a "
+        f"(SELECT json_agg(json_build_array(a.attname, {type_name('a', 'ty', 'tn')}, k.ord, a.attnotnull) ORDER BY a.attnum) "
+        "FROM pg_attribute a JOIN pg_type ty ON ty.oid = a.atttypid JOIN pg_namespace tn ON tn.oid = ty.typnamespace "
         "LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary "
         "LEFT JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON k.attnum = a.attnum "
         f"WHERE a.attrelid = {regclass} AND a.attnum > 0 AND NOT a.attisdropped)"

@@ -45,11 +45,11 @@ def install_or_upgrade(conn: Connection) -> None:
         install_event_triggers(conn)  # needs a superuser; without one schema changes go unnoticed
     if before is not None and before < STORAGE_REVISION:
         move_to_storage(conn)
-    if before is not None and before < SQL_MAINTENANCE_REVISION:
-        install_all_view_functions(conn)  # views registered before idivm.maintain(...) existed
+    if before is not None and before < TYPE_NAMES_REVISION:
+        install_all_view_functions(conn)  # as this idivm compiles them (kind guards; views before idivm.maintain(...))
 
 
-SQL_MAINTENANCE_REVISION = "0010"  # idivm.maintain_<id> per view (engines/postgres/server_maintenance.py)
+TYPE_NAMES_REVISION = "0012"  # view functions compiled with kind guards (engines/postgres/kind_guards.py)
 
 
 STORAGE_REVISION = "0009"  # views stored in idivm's schema, read through a facade

@@ -16,11 +16,12 @@ from ..engines.postgres.materialize import Fill, create_as, create_tables
 from ..engines.postgres.render import delta_table_name, render_namings, sql as pg_sql
 from ..engines.postgres.server_maintenance import drop_view_function, install_view_function, view_delta
 from ..errors import IdivmError, UnknownObject
-from ..frontend.build_plan import compile_view_sql
+from ..frontend.build_plan import compile_view_sql, parse_one
 from ..introspect.provider import PostgresSchema
+from ..introspect.reflect import own_equality_columns
 from ..program.serialize import targets, to_json
 from ..program.steps import written_tables
-from ..names import storage_table
+from ..names import display_name, storage_table
 from ..sqltext import column_types, qualified, run
 from ..strategies.aggregate_target import cache_name
 from ..strategies.choose import AUTO, choose_strategy
@@ -124,13 +125,37 @@ def compile_missing_programs(conn: Connection) -> None:
 
 
 def make_immediate_locked(conn: Connection, schema: str, view: str) -> None:
-    vid = catalog.view_by_name(conn, schema, view).id
+    row = catalog.view_by_name(conn, schema, view)
+    vid = row.id
     partitioned = catalog.partitioned_inputs(conn, vid)
     if partitioned:
         raise IdivmError(f"immediate mode is not supported over partitioned tables ({partitioned}): writes "
                          "straight to a partition would bypass it; maintain the view deferred")
+    _refuse_outside_catalog(conn, display_name(schema, view), row.definition, vid)
     catalog.set_immediate(conn, vid)
     sync_immediate(conn)
+
+
+def _refuse_outside_catalog(conn: Connection, shown: str, definition: str, view_id: int) -> None:
+    """Immediate mode runs the Δ-script in writers' transactions, in functions whose search path is
+    pg_catalog alone (SECURITY DEFINER: objects on an application's search path must not redirect
+    them). A function or operator of the view's query that is not built in would not be found
+    there (every write failed: "function dbl(integer) does not exist"), and a column whose type
+    brings its own = (citext) would be compared by another operator (citext as text, so a group
+    "a" missed its row "A"). Such views stay deferred, where maintenance runs on the maintainer's
+    search path as the query did; this refuses them by name."""
+    why = "is not built in, and immediate maintenance runs with only pg_catalog on its search path"
+    calls = PostgresSchema(conn).calls_outside_catalog(parse_one(definition))
+    if calls:
+        raise IdivmError(f"immediate mode cannot maintain {shown}: its query calls {calls[0]}, which {why}; "
+                         "maintain the view deferred")
+    for t in catalog.view_inputs(conn, view_id):
+        own = own_equality_columns(conn, t.schema_name, t.table_name, list(t.read_columns))
+        if own:
+            column, type_ = own[0]
+            raise IdivmError(f"immediate mode cannot maintain {shown}: column {column} of "
+                             f"{display_name(t.schema_name, t.table_name)} has type {type_}, whose = operator {why}; "
+                             "maintain the view deferred")
 
 
 def drop_locked(conn: Connection, row: sa.Row, keep_capture: bool = False) -> None:
