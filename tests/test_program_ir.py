@@ -10,7 +10,7 @@ from idivm.engines.postgres.server_maintenance import view_delta
 from idivm.program import relations as R
 from idivm.program.printer import format_program
 from idivm.program.serialize import from_json, to_json
-from idivm.program.steps import CreateScratch, DeleteMatching, InsertRows, UpdateMatching
+from idivm.program.steps import CreateScratch, DeleteMatching, InsertRows, MergeRows, UpdateMatching
 
 SHAPES = {
     "spj": "SELECT d.did, p.pid, p.price FROM parts p JOIN devices_parts dp ON dp.pid = p.pid "
@@ -77,6 +77,8 @@ def test_stored_program_round_trips_and_renders_to_the_stored_statements(engine,
         if name in ("sum", "minmax", "nocache"):
             assert CreateScratch in kinds
             assert any(s.role == "cache" for s in program.steps) == (name != "nocache")
+        # the specialized rules merge their per-group sums into the view in one step (a MERGE)
+        assert (MergeRows in kinds) == (name == "sum"), name
         # every relation a step reads or writes is abstract until the engine binds it
         concrete = [t.sql() for s in program.steps for t in _tables(s) if R.relation_of(t) is None]
         assert not concrete, (name, concrete)

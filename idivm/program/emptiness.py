@@ -21,7 +21,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from . import relations as R
-from .steps import AddToMap, DeleteMatching, InsertRows, Step, UpdateMatching
+from .steps import AddToMap, DeleteMatching, InsertRows, MergeRows, Step, UpdateMatching
 from .trees import conjuncts, froms, num, select
 
 KINDS = (R.INSERTED, R.DELETED, R.UPDATED)
@@ -79,10 +79,10 @@ def yields_nothing(query: exp.Expression, kinds: dict[int, set[str]]) -> bool:
 
 def probe(step: Step) -> exp.Query | None:
     """A query that returns no rows only if the step changes nothing (None: no such query): an
-    insert's or a map increment's source; for a delete or an update by matching, its target joined
+    insert's, a merge's or a map increment's source; for a delete or an update by matching, its target joined
     with its USING list under its condition. A step's recorded changes come from the rows it
     changed, so they are empty too."""
-    if isinstance(step, (InsertRows, AddToMap)):
+    if isinstance(step, (InsertRows, AddToMap, MergeRows)):
         return step.source
     if isinstance(step, (DeleteMatching, UpdateMatching)):
         return select([num(1)], [step.target.copy()] + [u.copy() for u in step.using], [step.condition.copy()])

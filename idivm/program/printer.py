@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from .relations import bind_relations
-from .steps import PHASES, AddToMap, CreateScratch, DeleteMatching, InsertRows, Program, Record, Step, UpdateMatching
+from .steps import PHASES, AddToMap, CreateScratch, DeleteMatching, InsertRows, MergeRows, Program, Record, Step, UpdateMatching
 
 
 def _label_table(rel) -> exp.Table:
@@ -52,6 +52,18 @@ def format_step(step: Step) -> list[str]:
         analyzed = ["  then gather its statistics"] if step.analyze else []
         return ([f"  insert  {show(step.target)} ({', '.join(step.columns)}){keyed}", _indent(show(step.source))]
                 + _record(step.record) + analyzed)
+    if isinstance(step, MergeRows):
+        out = [f"  merge   {show(step.target)}", f"  using   ({show(step.source)}) AS {step.source_alias}",
+               f"  on      {show(step.condition)}"]
+        if step.delete_when is not None:
+            out.append(f"  matched and {show(step.delete_when)}: delete")
+        if step.assignments:
+            out.append("  matched: set " + ", ".join(f"{c} = {show(v)}" for c, v in step.assignments))
+        if step.columns:
+            when = f" and {show(step.insert_when)}" if step.insert_when is not None else ""
+            out.append(f"  not matched{when}: insert ({', '.join(step.columns)}) values "
+                       f"({', '.join(show(v) for v in step.values)})")
+        return out
     if isinstance(step, AddToMap):
         nullable = f" (NULLs one key: {', '.join(step.nullable)})" if step.nullable else ""
         return [f"  add to  {show(step.target)} [{', '.join(step.keys)}] ({step.value} +=){nullable}",

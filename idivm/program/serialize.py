@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from . import steps as S
 
-STEP_TYPES = {cls.__name__: cls for cls in (S.CreateScratch, S.DeleteMatching, S.UpdateMatching, S.InsertRows, S.AddToMap)}
+STEP_TYPES = {cls.__name__: cls for cls in (S.CreateScratch, S.DeleteMatching, S.UpdateMatching, S.InsertRows, S.MergeRows, S.AddToMap)}
 FORMAT_VERSION = 1
 
 

@@ -19,9 +19,10 @@ captured statement is open; by then every change since the last application has 
 the base tables are exactly the view's state plus the stash.
 
 ``idivm.immediate_apply()`` (one function for the whole database, rebuilt by sync() whenever the
-set of immediate views changes) folds each table's stash into its i-diff instance with the same
-fold as deferred maintenance (capture/fold.py: signed images, exact under FK cascades, which
-PostgreSQL merges into the outer statement's transition tables), then for each immediate view that
+set of immediate views changes) folds each table's stash into its i-diff instance, emptying the
+stash in the same statement, with the same fold as deferred maintenance (capture/fold.py: signed
+images, exact under FK cascades, which PostgreSQL merges into the outer statement's transition
+tables), then for each immediate view that
 a non-empty instance drives: returns early if the view is stale (a schema change; `idivm refresh`
 rebuilds it), refuses writers that do not run at READ COMMITTED (under REPEATABLE READ a writer's
 snapshot could miss rows another committed before it got the lock), takes an EXCLUSIVE lock on
@@ -60,6 +61,7 @@ from ...names import display_name, storage_table
 from ...sqltext import ident, qualified, run, string_literal
 from ...catalog import repository as catalog
 
+TAKEN = "taken"  # the fold's CTE of the stash's rows, deleted by the same statement
 OPEN = "idivm.open_statements"  # transaction-local count of captured statements not yet left
 APPLY = qualified("idivm", "immediate_apply")
 ENTER = qualified("idivm", "immediate_enter")
@@ -230,6 +232,7 @@ def _apply_body(views: list[sa.Row], inputs: dict[int, TableInfo], reads: dict[i
     declare += "\n" + "\n".join(f"  {v} int := 0;" for v in kinds.values())
     declare += "\n  folded bigint;\n  round_changes bigint;\n  small_round boolean;"
     fold, clear = [], []
+    taken = ident(TAKEN)
     for cid, info in sorted(inputs.items()):
         pending, target = pending_table(cid), delta_table(cid)
         clear.append(f"    IF {changed[cid]} THEN DELETE FROM {target}; END IF;")
@@ -237,11 +240,11 @@ def _apply_body(views: list[sa.Row], inputs: dict[int, TableInfo], reads: dict[i
     {changed[cid]} := false;
     {kinds[cid]} := 0;
     IF to_regclass({string_literal(pending)}) IS NOT NULL THEN
-      {counted_fill(f"INSERT INTO {target} {fold_select(info, f'SELECT p.img, p.n FROM {pending} AS p', list(info.column_names))}")}
+      {counted_fill(f"INSERT INTO {target} {fold_select(info, f'SELECT p.img, p.n FROM {taken} AS p', list(info.column_names))}",
+                    taken=(TAKEN, pending))}
         INTO folded, {kinds[cid]};
       {changed[cid]} := folded > 0;
       round_changes := round_changes + folded;
-      DELETE FROM {pending};
     END IF;""")
     apply = []
     for v in views:

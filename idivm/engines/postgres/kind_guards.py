@@ -16,13 +16,17 @@ from ...program.emptiness import ANY_MASK, BIT
 from ...sqltext import ident, string_literal
 
 
-def counted_fill(insert: str, emptied: str | None = None) -> str:
+def counted_fill(insert: str, emptied: str | None = None, taken: tuple[str, str] | None = None) -> str:
     """`insert` (an INSERT ... SELECT of i-diff rows) as a query returning (rows, kind mask);
     `emptied`: a table deleted from in the same statement first (its rows are not seen by the
-    insert's SELECT, as in every data-modifying CTE)."""
+    insert's SELECT, as in every data-modifying CTE); `taken`: (name, table): the table's rows are
+    deleted in the same statement and read by the insert as the CTE `name` (one statement where
+    reading a staging table and emptying it were two)."""
     kind = ident(R.KIND_COLUMN)
     mask = " ".join(f"WHEN {string_literal(k)} THEN {b}" for k, b in BIT.items())
     first = f"{ident('emptied')} AS (DELETE FROM {emptied}), " if emptied else ""
+    if taken is not None:
+        first += f"{ident(taken[0])} AS (DELETE FROM {taken[1]} RETURNING *), "
     return (f"WITH {first}{ident('added')} AS ({insert} RETURNING {kind}) "
             f"SELECT count(*), coalesce(bit_or(CASE {kind} {mask} END), 0) FROM {ident('added')}")
 

@@ -18,7 +18,8 @@ from typing import Callable
 from sqlglot import exp
 
 from ...program import relations as R
-from ...program.steps import PHASES, AddToMap, CreateScratch, DeleteMatching, InsertRows, Program, Record, Step, UpdateMatching
+from ...program.steps import (PHASES, AddToMap, CreateScratch, DeleteMatching, InsertRows, MergeRows, Program, Record, Step,
+                              UpdateMatching)
 from ...sqltext import DIALECT, ident, qualified, string_literal, table_expr
 
 CHANGED = "changed"  # the CTE holding a recorded write's RETURNING rows
@@ -84,9 +85,28 @@ def _write(step: Step) -> str:
                 conflict += f") WHERE ({sql(step.unique_where)}"
             text += f"\nON CONFLICT ({conflict}) DO NOTHING"
         return text
+    if isinstance(step, MergeRows):
+        return _merge(step)
     if isinstance(step, AddToMap):
         return _add_to_map(step)
     raise TypeError(f"the PostgreSQL engine cannot render {type(step).__name__}")
+
+
+def _merge(step: MergeRows) -> str:
+    """PostgreSQL's MERGE (15 and later): the first WHEN clause that holds acts, so a matched row
+    is deleted or else updated. MERGE fires the target's statement triggers with transition tables
+    for each action, so capture sees its changes as it sees a DELETE, an UPDATE and an INSERT."""
+    text = (f"MERGE INTO {sql(step.target)}\nUSING ({sql(step.source)}) AS {ident(step.source_alias)}\n"
+            f"ON {sql(step.condition)}")
+    if step.delete_when is not None:
+        text += f"\nWHEN MATCHED AND {sql(step.delete_when)} THEN DELETE"
+    if step.assignments:
+        text += "\nWHEN MATCHED THEN UPDATE SET " + ", ".join(f"{ident(c)} = {sql(v)}" for c, v in step.assignments)
+    if step.columns:
+        when = f" AND {sql(step.insert_when)}" if step.insert_when is not None else ""
+        text += (f"\nWHEN NOT MATCHED{when} THEN INSERT ({', '.join(ident(c) for c in step.columns)}) "
+                 f"VALUES ({', '.join(sql(v) for v in step.values)})")
+    return text
 
 
 def _add_to_map(step: AddToMap) -> str:
