@@ -194,7 +194,7 @@ def plot(results: list[dict], path: str, modes) -> None:
                color=colors[mode])
     ax.set_xticks(list(xs), labels, fontsize=8)
     ax.set_ylabel("transactions / s")
-    ax.set_title("single-row write throughput: no view, idivm deferred and immediate, pg_ivm")
+    ax.set_title("single-row write throughput: no view, idivm deferred/immediate, pg_ivm", fontsize=10)
     ax.legend(fontsize=8)
     save(fig, path)
 

@@ -34,14 +34,16 @@ def create_as(conn, table: str, query: exp.Query) -> None:
     run(conn, f"CREATE TABLE {table} {WITH_STORAGE} AS\n{sql(query)}")
 
 
-def create_spj_table(conn, target: Target, fill: Fill = create_as) -> None:
-    """The SPJ view (or intermediate cache), keyed by its hidden IDs, each scan's IDs indexed."""
+def create_spj_table(conn, target: Target, fill: Fill = create_as, group_lookups: bool = True) -> None:
+    """The SPJ view (or intermediate cache), keyed by its hidden IDs, each scan's IDs indexed, and
+    a cache's group keys where the aggregation rule looks groups up (`group_lookups`)."""
     plan, table = target.plan, table_of(target)
     fill(conn, table, full_query(target))
     run(conn, f"ALTER TABLE {table} ADD PRIMARY KEY ({', '.join(ident(i.name) for i in plan.ids)})")
     declare_not_null(conn, table, plan.never_null_outputs())
     index_scan_ids(conn, table, plan)
-    index_group_keys(conn, table, plan)
+    if group_lookups:
+        index_group_keys(conn, table, plan)
 
 
 def declare_not_null(conn, table: str, columns) -> None:
@@ -65,15 +67,17 @@ def index_group_keys(conn, table: str, plan) -> None:
         run(conn, f"CREATE INDEX ON {table} ({', '.join(ident(c) for c in stable)})")
 
 
-def create_union_table(conn, t: UnionTarget, fill: Fill = create_as) -> None:
-    """UNION ALL: one table, a partial unique index on each branch's IDs (which also serves lookups)."""
+def create_union_table(conn, t: UnionTarget, fill: Fill = create_as, group_lookups: bool = True) -> None:
+    """UNION ALL: one table, a partial unique index on each branch's IDs (which also serves lookups)
+    and, as a cache, its group keys where the aggregation rule looks groups up."""
     table = table_of(t)
     fill(conn, table, t.query())
     for b in t.branches:
         ids = ", ".join(ident(i.name) for i in b.plan.ids)
         run(conn, f"CREATE UNIQUE INDEX ON {table} ({ids}) WHERE ({ident(BRANCH_COLUMN)} = {int(b.branch)})")
         index_scan_ids(conn, table, b.plan)
-    index_group_keys(conn, table, t.union.branches[0])  # every branch has the same output names
+    if group_lookups:
+        index_group_keys(conn, table, t.union.branches[0])  # every branch has the same output names
 
 
 def create_tables(conn, target, fill: Fill = create_as) -> None:
@@ -139,12 +143,15 @@ def _unique(conn, table: str, columns: list[str], nullable: bool) -> None:
         run(conn, f"ALTER TABLE {table} ADD PRIMARY KEY ({cols})")
 
 
-def _create(conn, target, fill: Fill) -> None:
+def _create(conn, target, fill: Fill, group_lookups: bool = True) -> None:
+    """`group_lookups`: whether a cache's rows are looked up by group (the general rule re-reads
+    the affected groups; the specialized SUM/COUNT/AVG rules never do, and an index on the group
+    keys would only cost every cache write)."""
     if isinstance(target, HigherOrderTarget):
         create_higher_order_tables(conn, target, fill)
     elif isinstance(target, AggregateTarget):
         if not target.agg.no_cache:
-            _create(conn, target.cache, fill)
+            _create(conn, target.cache, fill, group_lookups=target.sum_args is None)
         table = table_of(target)
         fill(conn, table, group_select(target, restrict=False))
         if target.agg.keys:
@@ -156,6 +163,6 @@ def _create(conn, target, fill: Fill) -> None:
             else:
                 run(conn, f"CREATE UNIQUE INDEX ON {table} ({cols}) NULLS NOT DISTINCT")
     elif isinstance(target, UnionTarget):
-        create_union_table(conn, target, fill)
+        create_union_table(conn, target, fill, group_lookups)
     else:
-        create_spj_table(conn, target, fill)
+        create_spj_table(conn, target, fill, group_lookups)
