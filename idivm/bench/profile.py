@@ -62,7 +62,7 @@ def plan_summary(lines: list[str]) -> str:
     return ", ".join(out)
 
 
-_DML = ("INSERT", "UPDATE", "DELETE", "WITH")
+_DML = ("INSERT", "UPDATE", "DELETE", "MERGE", "WITH")
 
 
 class Recorder:
