@@ -51,7 +51,7 @@ from ...algebra.tables import TableInfo
 from ...capture.fold import fold_select
 from ...capture.triggers import enable_always
 from .kind_guards import counted_fill, guard
-from .render import SCRATCH_DO, as_plpgsql, delta_table
+from .render import MERGE, PLANNER_DECLARATIONS, SCRATCH_DO, as_plpgsql, by_index_lookups, delta_table
 from ...program import relations as R
 from ...program.emptiness import ANY_MASK, driving_masks
 from ...program.serialize import from_json
@@ -188,34 +188,13 @@ def _statement(text: str) -> str:
     while a round's changes are few, EXECUTE (planned afresh) when they are many. Immediate mode's
     single-row writes spent about half their maintenance time planning 10-12 dynamic statements
     (528 -> 1,067 statements/s with static SQL for a grouped view, tests in bench_writes.py); a
-    kept plan is made for the small i-diffs most writes produce, and a bulk statement gets a plan
-    made for its size."""
+    kept plan is made for the small i-diffs most writes produce (a MERGE's as index lookups of the
+    changed groups, render.by_index_lookups), and a bulk statement gets a plan made for its size."""
     static = "\n".join(f"        {line}" for line in as_plpgsql(text).splitlines())
     if text.startswith(MERGE):
-        static = _by_index_lookups(static)
+        static = by_index_lookups(static)
     return (f"      IF small_round THEN\n{static}\n      ELSE\n        EXECUTE {string_literal(text)};\n"
             "      END IF;")
-
-
-MERGE = "MERGE INTO"
-PLANNER_SWITCHES = ("enable_hashjoin", "enable_mergejoin")  # saved in variables of these names
-_SAVED = {switch: f"saved_{switch}" for switch in PLANNER_SWITCHES}
-
-
-def _by_index_lookups(static: str) -> str:
-    """A kept MERGE (a grouped view's per-group sums, a map's increments) planned as a nested loop
-    that looks each changed group up in the target's unique index. The planner sizes the scratch
-    relation it reads by its pages: one page of two changed groups counts as 120 rows, and for
-    120 groups it prefers to hash-join them with the whole target, read from its first row to its
-    last. For the paper's V' (19,963 groups) that made the MERGE 1.0 ms of a 1.2 ms single-row
-    price update (docs/benchmarks.md); looking two groups up costs microseconds. The plan is made
-    at the statement's first execution with hash and merge joins switched off for this statement
-    alone (set_config(..., true), then set back to the session's values), and kept; the target
-    always has a unique index on the keys matched (the view's group keys, a map's keys)."""
-    off = ", ".join(f"set_config({string_literal(s)}, 'off', true)" for s in PLANNER_SWITCHES)
-    back = ", ".join(f"set_config({string_literal(s)}, {v}, true)" for s, v in _SAVED.items())
-    save = "\n".join(f"        {v} := current_setting({string_literal(s)});" for s, v in _SAVED.items())
-    return f"{save}\n        PERFORM {off};\n{static}\n        PERFORM {back};"
 
 
 def _shape_checked(target: str, info: TableInfo, captured_id: int) -> str:
@@ -254,7 +233,7 @@ def _apply_body(views: list[sa.Row], inputs: dict[int, TableInfo], reads: dict[i
     declare = "\n".join(f"  {v} boolean := false;" for v in changed.values())
     declare += "\n" + "\n".join(f"  {v} int := 0;" for v in kinds.values())
     declare += "\n  folded bigint;\n  round_changes bigint;\n  small_round boolean;"
-    declare += "".join(f"\n  {v} text;" for v in _SAVED.values())
+    declare += "".join(f"\n  {d}" for d in PLANNER_DECLARATIONS)
     fold, clear = [], []
     taken = ident(TAKEN)
     for cid, info in sorted(inputs.items()):
