@@ -49,7 +49,7 @@ def install_or_upgrade(conn: Connection) -> None:
         install_all_view_functions(conn)  # as this idivm compiles them (kind guards; views before idivm.maintain(...))
 
 
-TYPE_NAMES_REVISION = "0012"  # view functions compiled with kind guards (engines/postgres/kind_guards.py)
+TYPE_NAMES_REVISION = "0012"  # type names independent of the search path; view functions compiled again on upgrade to it
 
 
 STORAGE_REVISION = "0009"  # views stored in idivm's schema, read through a facade

@@ -121,19 +121,11 @@ def sum_program(t, cache_program: Program, row_ids: dict[int, list[str]] | None 
         per_group = per_group.group_by(*[col(None, k) for k in keys], copy=False)
     else:
         per_group = per_group.having(exp.GT(this=exp.Count(this=exp.Star()), expression=num(0)), copy=False)
-    if not keys:
-        program.steps.append(CreateScratch(phase=-1, purpose="per-group sums of the signed changes (γ_G,sum(x_Δ))",
-                                           name=t.group_deltas, source=per_group.copy()))
     for st in cache_program.steps:
         st.record = _signed(t, st, keys, args, own_ids or row_ids[id(st)])
         st.purpose = f"cache: {st.purpose}  (records signed changes)"
         st.role = "cache"
         program.steps.append(st)
-    if not keys:
-        group_cols = [STATE_N] + [n for c, s in t.sum_args.items() for n in
-                                  ([state_sum(c)] if s else []) + [state_count(c)]]
-        program.steps.append(InsertRows(phase=3, purpose="sum the signed changes",
-                                        target=R.scratch(t.group_deltas), columns=group_cols, source=per_group))
 
     def new_value(name: str) -> exp.Expression:
         """A cache's value after the change, COALESCE(v.s, 0) + COALESCE(x.ds, 0): a sum over only
@@ -163,7 +155,14 @@ def sum_program(t, cache_program: Program, row_ids: dict[int, list[str]] | None 
             assignments=sets, columns=t.columns, values=outs,
             insert_when=exp.GT(this=col("x", STATE_N), expression=num(0))))
         return program
-    program.steps.append(UpdateMatching(
-        phase=3, purpose="ΔuV: apply the sums to the operator caches, recompute SUM/COUNT/AVG (Tables 9, 11, 12)",
-        target=t.ref(), assignments=sets, using=[R.scratch(t.group_deltas, "x")], condition=match))
+    # without GROUP BY: the one row of sums, kept in a scratch relation, updates the view's one row
+    group_cols = [STATE_N] + [n for c, s in t.sum_args.items() for n in ([state_sum(c)] if s else []) + [state_count(c)]]
+    program.steps += [
+        CreateScratch(phase=-1, purpose="per-group sums of the signed changes (γ_G,sum(x_Δ))",
+                      name=t.group_deltas, source=per_group.copy()),
+        InsertRows(phase=3, purpose="sum the signed changes", target=R.scratch(t.group_deltas), columns=group_cols,
+                   source=per_group),
+        UpdateMatching(phase=3, purpose="ΔuV: apply the sums to the operator caches, recompute SUM/COUNT/AVG "
+                                        "(Tables 9, 11, 12)",
+                       target=t.ref(), assignments=sets, using=[R.scratch(t.group_deltas, "x")], condition=match)]
     return program
