@@ -51,3 +51,16 @@ def assert_refused_by_name(engine, conn, sql: str, construct: str) -> None:
     assert construct in str(e.value) and "\n" not in str(e.value), e.value
     assert engine.list() == []
     assert conn.execute("SELECT count(*) FROM pg_tables WHERE tablename = 'v'").fetchone()[0] == 0
+
+
+def spark_missing(dsn: str) -> str | None:
+    """Why the Spark engine cannot maintain views of the database `dsn` names (its server, as the
+    tests use it), or None when it can."""
+    from idivm.engines.spark.settings import SparkSettings
+    from idivm.errors import IdivmError
+
+    try:
+        SparkSettings.from_env(dsn).check()
+    except IdivmError as missing:
+        return str(missing)
+    return None

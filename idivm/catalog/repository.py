@@ -129,17 +129,6 @@ def notify_threshold(conn: Connection, captured_id: int, default_max_pending: in
 # -- maintenance state ------------------------------------------------------------------------
 
 
-def lock_for_maintenance(conn: Connection, view_id: int, settings: str = "") -> sa.Row | None:
-    """The view's maintenance state, its row locked for this transaction, with the transaction's own
-    snapshot (`now`, recorded as consumed when the maintenance commits). `settings`: more select-list
-    items evaluated in the same round trip (set_config calls local to the transaction)."""
-    extra = f", {settings}" if settings else ""
-    return conn.execute(sa.text(
-        f"SELECT last_snapshot, stale_reason, mode, CAST(pg_current_snapshot() AS text) AS now{extra} "
-        "FROM idivm.views WHERE id = :v FOR UPDATE"
-    ), {"v": view_id}).one_or_none()
-
-
 def record_maintained(conn: Connection, view_id: int, snapshot: str, ms: float, changes: int) -> None:
     conn.execute(sa.text(
         "UPDATE idivm.views SET last_snapshot = :s, last_maintained_at = now(), last_attempt_at = now(), "

@@ -39,9 +39,9 @@ from ...names import counted, display_name
 from ...sqltext import run, run_batch
 from .instances import build_instances, forget_instances
 from .maintenance_lock import LOCK_CLASS
-from .server_maintenance import RESULT, input_arrays
+from .server_maintenance import ATTEMPTS, RESULT, input_arrays
 
-__all__ = ["LOCK_CLASS", "MaintenanceReport", "Busy", "Stale", "maintain_view", "run_maintenance", "stored_script"]
+__all__ = ["LOCK_CLASS", "MaintenanceReport", "Busy", "Restart", "Stale", "maintain_view", "run_maintenance", "stored_script"]
 
 
 @dataclass
@@ -124,14 +124,21 @@ def maintain_view(engine: Engine, view_id: int, name: str,
             with engine.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
                 if on_connection is not None:
                     on_connection(conn.connection.driver_connection)
-                try:
-                    with conn.begin():
-                        inputs = run_maintenance(conn, view_id, report, before_commit, script)
-                except BaseException as e:
-                    forget_instances(conn)  # a rolled-back transaction may have created session tables
-                    if is_failure is None or is_failure(e):
-                        _record_failure(lock_conn, view_id, e)
-                    raise
+                for attempt in range(1, ATTEMPTS + 1):
+                    try:
+                        with conn.begin():
+                            inputs = run_maintenance(conn, view_id, report, before_commit, script)
+                        break
+                    except BaseException as e:
+                        forget_instances(conn)  # a rolled-back transaction may have created session tables
+                        if isinstance(e, Restart) and attempt < ATTEMPTS:
+                            continue  # a new transaction, whose snapshot sees the DDL
+                        if isinstance(e, Restart):
+                            e = Restart(f"view {name}: a table it reads was truncated or rewritten during each of "
+                                        f"{ATTEMPTS} attempts to maintain it ({e}); maintain it again")
+                        if is_failure is None or is_failure(e):
+                            _record_failure(lock_conn, view_id, e)
+                        raise e
             if report.changes:  # nothing consumed, nothing to prune
                 unlocked = _prune_and_unlock(lock_conn, inputs, view_id)
         finally:
@@ -211,39 +218,41 @@ def _record_failure(conn: Connection, view_id: int, error: BaseException) -> Non
         pass
 
 
-# Settings local to the maintenance transaction.
-# - Δ-script statements are driven by small i-diffs: index lookups from them are almost always the right
-#   plan, but with the default random_page_cost (4, for spinning disks) PostgreSQL often prefers to scan a
-#   whole cache or view instead (V' of bench_social: 52 ms -> 21 ms for one cache update). Lowered, never
-#   raised.
-# - synchronous_commit off: the commit does not wait for its WAL flush (about 4 ms of a 35 ms maintenance
-#   here). This is safe for a maintenance transaction: a crash can lose only a whole recent one (PostgreSQL
-#   never applies part of a transaction), and a lost maintenance also loses its new snapshot, so the
-#   next maintenance consumes the same log rows again. The logs are written by the application's own
-#   (synchronous) transactions and are never at risk.
-TRANSACTION_SETTINGS = (
-    "set_config('random_page_cost', "
-    "CAST(least(CAST(current_setting('random_page_cost') AS float8), 1.1) AS text), true), "
-    "set_config('synchronous_commit', 'off', true)"
-)  # select-list items: evaluated with the view's catalog row, in the transaction's first round trip
+class Restart(IdivmError):
+    """A table the maintenance reads was truncated or rewritten after its transaction took its
+    snapshot (idivm.begin_maintenance, server_maintenance.py): nothing was done; begin again."""
+
+
+def _begun(conn: Connection, row, shown: str):
+    """The outcome of maintain_locked or begin_maintenance (`row`'s first two items) as this
+    executor acts on it: Restart raised, the stale view's error raised, or the row."""
+    if row[0] == "restart":
+        raise Restart(f"view {shown}: {row[1]}")
+    return row
+
+
+def _call(conn: Connection, sql: str, params: dict, shown: str):
+    """One server-side maintenance function's row, its errors as idivm's (Stale, a dropped view)."""
+    try:
+        return _begun(conn, run(conn, sql, params).fetchone(), shown)  # psycopg's errors, as batches raise
+    except psycopg.Error as e:
+        error = _server_error(e, shown)
+        if error is None:
+            raise
+        raise error from None
 
 
 def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, before_commit,
                     script=stored_script) -> list[int]:
     """The maintenance transaction's work, in a transaction the caller opened (REPEATABLE READ, its
-    snapshot taken after any locks the caller needs); returns the captured ids of the view's inputs (for pruning)."""
+    snapshot taken after any locks the caller needs); returns the captured ids of the view's inputs
+    (for pruning). Raises Restart when the caller must begin it again in a new transaction."""
     started = time.perf_counter()
+    params = {"v": view_id, "shown": report.view}
     if script is stored_script:  # this engine: the whole maintenance in one server call (server_maintenance.py)
-        try:
-            outcome, message, result, ids, schemas, names = run(  # psycopg's errors, as batches raise
-                conn, f"SELECT m.outcome, m.message, m.figures, {input_arrays('%(v)s')} "
-                      "FROM idivm.maintain_locked(%(v)s, true, %(shown)s) AS m",
-                {"v": view_id, "shown": report.view}).fetchone()
-        except psycopg.Error as e:
-            error = _server_error(e, report.view)
-            if error is None:
-                raise
-            raise error from None
+        outcome, message, result, ids, schemas, names = _call(
+            conn, f"SELECT m.outcome, m.message, m.figures, {input_arrays('%(v)s')} "
+                  "FROM idivm.maintain_locked(%(v)s, true, %(shown)s) AS m", params, report.view)
         if outcome in ("skipped", "maintained"):
             _read_outcome(report, outcome, message, result, schemas, names)
             if before_commit:
@@ -251,26 +260,17 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
             report.seconds = time.perf_counter() - started
             return list(ids) if outcome == "maintained" else []
         # "not compiled" (a view registered before idivm compiled them, until `idivm init`): statements below.
-        # Its checks repeat maintain_locked's, which the Spark engine's script needs here too.
-    row = catalog.lock_for_maintenance(conn, view_id, TRANSACTION_SETTINGS)
-    if row is None:
-        raise IdivmError(f"view {report.view} was dropped while being maintained")
-    if row.mode == "immediate":  # its writers maintain it; consuming the log would apply changes twice
-        report.skipped = "maintained immediately by its writers: nothing to do"
+    outcome, message, last_snapshot, now = _call(
+        conn, "SELECT * FROM idivm.begin_maintenance(%(v)s, %(shown)s, true)", params, report.view)
+    if outcome == "skipped":
+        report.skipped = message.split(": skipped: ", 1)[1]
         if before_commit:
             before_commit(conn)
         return []
-    if row.stale_reason is not None:
-        if row.stale_reason.startswith("base table") and row.stale_reason.endswith("was dropped"):
-            # refresh would fail too: its definition reads the table
-            raise Stale(f"view {report.view} is stale ({row.stale_reason}); recreate the table and run "
-                        f"`idivm refresh {report.view}`, or drop the view (`idivm drop-view {report.view}`)")
-        raise Stale(f"view {report.view} is stale ({row.stale_reason}); run `idivm refresh {report.view}` "
-                    "to rebuild it from its definition")
     changed: dict[int, int] = {}
     inputs = catalog.view_inputs(conn, view_id, reflect=True)
     counts = build_instances(conn, view_id, [(t.id, t.log_table, table_info(t.schema_name, t.table_name, t.columns),
-                                              t.read_columns) for t in inputs], row.last_snapshot)
+                                              t.read_columns) for t in inputs], last_snapshot)
     for t, n in zip(inputs, counts):
         changed[t.id] = n
         report.per_table[display_name(t.schema_name, t.table_name)] = n
@@ -289,7 +289,7 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
     if before_commit:
         before_commit(conn)
     report.seconds = time.perf_counter() - started
-    catalog.record_maintained(conn, view_id, row.now, report.seconds * 1000, report.changes)
+    catalog.record_maintained(conn, view_id, now, report.seconds * 1000, report.changes)
     return [t.id for t in inputs]
 
 

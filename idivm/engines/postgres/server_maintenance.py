@@ -229,18 +229,31 @@ def install_all_view_functions(conn: Connection) -> None:
 
 
 # The generic functions, installed by init (operate/install.py).
-_MAINTAIN_LOCKED = """
-CREATE OR REPLACE FUNCTION idivm.maintain_locked(view_id bigint, transaction_owned boolean, shown text,
-  OUT outcome text, OUT message text, OUT figures float8[], OUT ms float8)
+
+# How often a maintenance that owns its transaction takes a new snapshot when a table it reads was
+# truncated or rewritten after the last one (each attempt waits for that DDL to commit first).
+ATTEMPTS = 10
+
+# The start of every deferred maintenance, whoever runs it (maintain_locked on this engine, the
+# Python executor for the Spark engine's script): the view's catalog row locked, immediate views
+# skipped, stale ones refused with the CLI's message, and its input tables held (ACCESS SHARE).
+# TRUNCATE and the ALTER TABLE forms that rewrite a table are not MVCC-safe: if one committed after
+# this transaction's snapshot and before its lock, the snapshot reads that table as empty while
+# the window of the logs misses the DDL's changes. The lock makes any later one wait for this
+# maintenance; one that already slipped in shows as a table (or a leaf partition) whose storage, as
+# the catalog now says (pg_relation_filenode), is not the one this snapshot's pg_class row names.
+# Then the outcome is 'restart': whoever owns the transaction takes a new snapshot.
+_BEGIN_MAINTENANCE = """
+CREATE OR REPLACE FUNCTION idivm.begin_maintenance(view_id bigint, shown text, transaction_owned boolean,
+  OUT outcome text, OUT message text, OUT last_snapshot text, OUT now text)
 LANGUAGE plpgsql SET client_min_messages = warning AS $body$
 DECLARE
   v record;
-  started timestamptz := clock_timestamp();
-  page_cost text := current_setting('random_page_cost');
+  held text;
+  moved text;
 BEGIN
   BEGIN
-    SELECT x.last_snapshot, x.stale_reason, x.mode, CAST(pg_current_snapshot() AS text) AS now
-      INTO v FROM idivm.views AS x WHERE x.id = view_id FOR UPDATE;
+    SELECT x.last_snapshot, x.stale_reason, x.mode INTO v FROM idivm.views AS x WHERE x.id = view_id FOR UPDATE;
   EXCEPTION WHEN serialization_failure THEN
     outcome := 'skipped';
     message := shown || ': skipped: another session maintained it after this transaction took its snapshot';
@@ -262,19 +275,60 @@ BEGIN
                   shown, v.stale_reason, shown) END
       USING ERRCODE = 'object_not_in_prerequisite_state';
   END IF;
+  SELECT string_agg(format('%I.%I', c.schema_name, c.table_name), ', ' ORDER BY c.id) INTO held
+  FROM idivm.view_inputs AS vi JOIN idivm.captured_tables AS c ON c.id = vi.captured_table_id
+  WHERE vi.view_id = begin_maintenance.view_id;
+  IF held IS NOT NULL THEN
+    EXECUTE 'LOCK TABLE ' || held || ' IN ACCESS SHARE MODE';
+    SELECT format('%I.%I', n.nspname, k.relname) INTO moved
+    FROM idivm.view_inputs AS vi JOIN idivm.captured_tables AS c ON c.id = vi.captured_table_id
+    CROSS JOIN LATERAL CAST(format('%I.%I', c.schema_name, c.table_name) AS regclass) AS t(oid)
+    CROSS JOIN LATERAL (SELECT t.oid UNION SELECT p.relid FROM pg_partition_tree(t.oid) AS p WHERE p.isleaf) AS s(oid)
+    JOIN pg_class AS k ON k.oid = s.oid JOIN pg_namespace AS n ON n.oid = k.relnamespace
+    WHERE vi.view_id = begin_maintenance.view_id AND k.relkind IN ('r', 'm')
+      AND k.relfilenode IS DISTINCT FROM pg_relation_filenode(s.oid)
+    LIMIT 1;
+    IF moved IS NOT NULL THEN
+      outcome := 'restart';
+      message := format('%s was truncated or rewritten after this transaction took its snapshot', moved);
+      RETURN;
+    END IF;
+  END IF;
+  PERFORM set_config('random_page_cost', CAST(least(CAST(current_setting('random_page_cost') AS float8), 1.1) AS text), true);
+  IF transaction_owned THEN  -- idivm's own transaction: its commit need not wait for the WAL flush
+    PERFORM set_config('synchronous_commit', 'off', true);
+  END IF;
+  outcome := 'ready';
+  last_snapshot := v.last_snapshot;
+  now := CAST(pg_current_snapshot() AS text);
+END
+$body$
+"""
+
+_MAINTAIN_LOCKED = """
+CREATE OR REPLACE FUNCTION idivm.maintain_locked(view_id bigint, transaction_owned boolean, shown text,
+  OUT outcome text, OUT message text, OUT figures float8[], OUT ms float8)
+LANGUAGE plpgsql SET client_min_messages = warning AS $body$
+DECLARE
+  b record;
+  started timestamptz := clock_timestamp();
+  page_cost text := current_setting('random_page_cost');
+BEGIN
+  SELECT * INTO b FROM idivm.begin_maintenance(view_id, shown, transaction_owned);
+  IF b.outcome <> 'ready' THEN
+    outcome := b.outcome;
+    message := b.message;
+    RETURN;
+  END IF;
   IF to_regprocedure(format('idivm.%I(text)', 'maintain_' || view_id)) IS NULL THEN
     outcome := 'not compiled';
     message := format('view %s has no server-side maintenance function; run `idivm init` to compile it', shown);
     RETURN;
   END IF;
-  PERFORM set_config('random_page_cost', CAST(least(CAST(page_cost AS float8), 1.1) AS text), true);
-  IF transaction_owned THEN  -- idivm's own transaction: its commit need not wait for the WAL flush
-    PERFORM set_config('synchronous_commit', 'off', true);
-  END IF;
-  EXECUTE format('SELECT idivm.%I($1)', 'maintain_' || view_id) INTO figures USING v.last_snapshot;
+  EXECUTE format('SELECT idivm.%I($1)', 'maintain_' || view_id) INTO figures USING b.last_snapshot;
   PERFORM set_config('random_page_cost', page_cost, true);
   ms := extract(epoch FROM clock_timestamp() - started) * 1000;
-  UPDATE idivm.views SET last_snapshot = v.now, last_maintained_at = now(), last_attempt_at = now(),
+  UPDATE idivm.views SET last_snapshot = b.now, last_maintained_at = now(), last_attempt_at = now(),
     last_duration_ms = ms, last_changes = figures[1], consecutive_failures = 0, last_error = NULL
   WHERE id = view_id;
   outcome := 'maintained';
@@ -285,6 +339,30 @@ BEGIN
 END
 $body$
 """
+
+
+def _attempts(maintain: str, restarted: str) -> str:
+    """PL/pgSQL of a procedure: commit, then run `maintain` (statements that end in a REPEATABLE
+    READ transaction's maintenance, leaving its outcome where the condition `restarted` reads it)
+    in a new transaction until it was not restarted (begin_maintenance) or ATTEMPTS were. The
+    caller commits what the last attempt did, and fails the view if it was restarted too. Nothing
+    may be evaluated between a COMMIT or ROLLBACK and SET TRANSACTION: an expression would take
+    the new transaction's snapshot before its isolation level is set."""
+    return f"""    attempt := 1;
+    COMMIT;
+    LOOP
+      SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
+{maintain}
+      EXIT WHEN NOT ({restarted}) OR attempt >= {ATTEMPTS};
+      attempt := attempt + 1;
+      ROLLBACK;
+    END LOOP;"""
+
+
+# What a view's maintenance fails with when every attempt was restarted (the view and its log as before).
+_TOO_MANY_ATTEMPTS = (f"format('%s: a table it reads was truncated or rewritten during each of {ATTEMPTS} attempts to "
+                      "maintain it (last: %s); maintain it again', shown, {message})")
+
 
 _MAINTAIN_VIEW = f"""
 CREATE OR REPLACE FUNCTION idivm.maintain_view(view_id bigint, transaction_owned boolean)
@@ -307,6 +385,10 @@ BEGIN
   SELECT * INTO m FROM idivm.maintain_locked(view_id, transaction_owned, r.view_name);
   IF m.outcome = 'not compiled' THEN
     RAISE EXCEPTION '%', m.message USING ERRCODE = 'object_not_in_prerequisite_state';
+  END IF;
+  IF m.outcome = 'restart' AND NOT transaction_owned THEN  -- the caller's snapshot cannot be taken again
+    RAISE EXCEPTION 'cannot maintain % in this transaction: %; maintain it in a new transaction', r.view_name, m.message
+      USING ERRCODE = 'serialization_failure';
   END IF;
   r.outcome := m.outcome;
   r.message := m.message;
@@ -395,6 +477,7 @@ DECLARE
   cause text;
   shown text;
   inputs bigint[];
+  attempt int;
 BEGIN
   IF views IS NULL THEN
     SELECT array_agg(x.id ORDER BY x.id) INTO ids FROM idivm.views AS x;
@@ -417,14 +500,15 @@ BEGIN
     SELECT format('%I.%I', x.schema_name, x.view_name) INTO shown FROM idivm.views AS x WHERE x.id = vid;
     CONTINUE WHEN shown IS NULL;  -- dropped meanwhile
     PERFORM pg_advisory_lock({LOCK_CLASS}, CAST(vid AS int));  -- before the maintenance transaction's snapshot
-    COMMIT;
-    SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
-    cause := NULL;
-    BEGIN
-      r := idivm.maintain_view(vid, true);
-    EXCEPTION WHEN OTHERS THEN
-      cause := SQLERRM;
-    END;
+{_attempts('''      cause := NULL;
+      BEGIN
+        r := idivm.maintain_view(vid, true);
+      EXCEPTION WHEN OTHERS THEN
+        cause := SQLERRM;
+      END;''', "cause IS NULL AND r.outcome = 'restart'")}
+    IF cause IS NULL AND r.outcome = 'restart' THEN
+      cause := {_TOO_MANY_ATTEMPTS.format(message='r.message')};
+    END IF;
     COMMIT;
     IF cause IS NOT NULL AND cause LIKE 'view % is stale (%' THEN
       RAISE WARNING '%: skipped: %', shown, cause;
@@ -463,6 +547,7 @@ CREATE OR REPLACE PROCEDURE idivm.maintain_call(view_id bigint, shown text, wait
 LANGUAGE plpgsql AS $body$
 DECLARE
   m record;
+  attempt int;
 BEGIN
   IF wait THEN
     PERFORM pg_advisory_lock({LOCK_CLASS}, CAST(view_id AS int));
@@ -470,9 +555,10 @@ BEGIN
     outcome := 'busy';
     RETURN;
   END IF;
-  COMMIT;
-  SET TRANSACTION ISOLATION LEVEL REPEATABLE READ;
-  SELECT * INTO m FROM idivm.maintain_locked(view_id, true, shown);
+{_attempts('      SELECT * INTO m FROM idivm.maintain_locked(view_id, true, shown);', "m.outcome = 'restart'")}
+  IF m.outcome = 'restart' THEN
+    RAISE EXCEPTION '%', {_TOO_MANY_ATTEMPTS.format(message='m.message')} USING ERRCODE = 'serialization_failure';
+  END IF;
   outcome := m.outcome;
   message := m.message;
   figures := m.figures;
@@ -494,9 +580,9 @@ def install_functions(conn: Connection) -> None:
     if conn.execute(sa.text("SELECT to_regtype('idivm.maintenance_report')")).scalar() is None:
         run(conn, f"CREATE TYPE {REPORT_TYPE} AS (view_name text, outcome text, changes bigint, statements bigint, "
                   "view_rows bigint, ms double precision, message text)")
-    for text in (_RESOLVE, _MAINTAIN_LOCKED, _MAINTAIN_VIEW, _MAINTAIN, _PRUNE, _MAINTAIN_ALL, _MAINTAIN_CALL):
+    for text in (_RESOLVE, _BEGIN_MAINTENANCE, _MAINTAIN_LOCKED, _MAINTAIN_VIEW, _MAINTAIN, _PRUNE, _MAINTAIN_ALL, _MAINTAIN_CALL):
         run(conn, text)
-    for signature in ("maintain_locked(bigint, boolean, text)", "maintain_view(bigint, boolean)", "maintain(text)",
+    for signature in ("begin_maintenance(bigint, text, boolean)", "maintain_locked(bigint, boolean, text)", "maintain_view(bigint, boolean)", "maintain(text)",
                       "view_id(text)", "prune_logs(bigint[])"):
         run(conn, f"REVOKE ALL ON FUNCTION idivm.{signature} FROM PUBLIC")
     run(conn, "REVOKE ALL ON PROCEDURE idivm.maintain_all(text[]) FROM PUBLIC")
