@@ -176,7 +176,8 @@ class Engine:
         parsed, so layout and keyword case do not count), strategy (auto: what auto would choose
         now) and mode are as asked; a mode switch alone when only the mode differs; else a rebuild
         of it and of every view over it in one transaction, policies and grants kept."""
-        why = what_differs(row, sql, strategy, mode, lambda: compiled.plan) if minimized else "unminimized"
+        with self.sa.connect() as conn:
+            why = what_differs(conn, row, sql, strategy, mode, lambda: compiled.plan) if minimized else "unminimized"
         if not why:
             return "unchanged"
         if why.startswith("mode"):

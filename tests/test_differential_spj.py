@@ -177,7 +177,8 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
         if draw(st.booleans()):
             conds.append(draw(predicates(inner)))
         c = draw(st.sampled_from(inner))
-        agg = draw(st.sampled_from(["count(*)", f"count({c})", f"sum({c})", f"avg({c})", f"sum({c}) + count(*)"]))
+        agg = draw(st.sampled_from(["count(*)", f"count({c})", f"sum({c})", f"avg({c})", f"sum({c}) + count(*)",
+                                    "count(*) / 2", f"sum({c}) % 3"]))
         return f"(SELECT {agg} FROM {t.name} AS q{' WHERE ' + ' AND '.join(conds) if conds else ''})"
 
     if nested and not in_having:  # a scalar subquery compared in WHERE
@@ -288,9 +289,13 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
             simple = ["count(*)", f"count({arg})", f"sum({arg})", f"avg({arg})"]
             if shape == "sumcount":  # the specialized rules of Tables 9, 11, 12: also expressions over them
                 aggs.append(draw(st.sampled_from(simple + [
-                    f"sum({arg}) + count(*)", f"COALESCE(sum({arg}), 0) * 2", f"avg({arg}) - sum({a})"])))
+                    f"sum({arg}) + count(*)", f"COALESCE(sum({arg}), 0) * 2", f"avg({arg}) - sum({a})",
+                    # integer / and % truncate, mixed with numeric (issue 33, item 2)
+                    f"sum({arg}) / 2", f"count(*) % 3", f"sum({arg}) / GREATEST(1, count({a}))",
+                    f"sum({arg}) * 0.5 + count(*) / 2", f"sum({arg}) % GREATEST(2, count(*))"])))
             else:
-                aggs.append(draw(st.sampled_from(simple + [f"min({arg})", f"max({arg})", f"count(DISTINCT {arg})"])))
+                aggs.append(draw(st.sampled_from(simple + [f"min({arg})", f"max({arg})", f"count(DISTINCT {arg})",
+                                                           f"max({arg}) / 2", f"count(*) / 2"])))
         outs = [f"{k} AS g{i}" for i, k in enumerate(keys)] + [f"{f} AS o{i}" for i, f in enumerate(aggs)]
         names = [f"g{i}" for i in range(len(keys))] + [f"o{i}" for i in range(len(aggs))]
         if keys:
@@ -417,6 +422,16 @@ def _register_every_strategy(engine, conn, sql: str, names: list[str], rounds, t
         refused = STATS.setdefault("higher_order_refused", {})
         key = reason.split(" ")[0] + " " + (reason.split(" ")[1] if " " in reason else "")
         refused[key] = refused.get(key, 0) + 1
+    _register_auto(engine, f"{schema}.v_auto", sql, names)
+
+
+def _register_auto(engine, name: str, sql: str, names: list[str]) -> None:
+    """A view some strategy registered: auto must register it too (issue 33, item 3), and keep it."""
+    engine.register_view(name, sql, strategy="auto")
+    names.append(name)
+    chosen = STATS.setdefault("auto", {})
+    strategy = engine.strategy_of(name)
+    chosen[strategy] = chosen.get(strategy, 0) + 1
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -462,6 +477,7 @@ def test_random_views_equal_recomputation(module_db, family, data):
                     engine.register_view(names[1], qualified_sql, strategy="higher-order", mode="immediate")
                 else:
                     names.pop()
+                _register_auto(engine, f"{schema}.v_auto", qualified_sql, names)
             else:
                 _register_every_strategy(engine, conn, qualified_sql, names, rounds, tables, family)
             for name in names:

@@ -44,7 +44,7 @@ def register_in(conn: Connection, name: str, sql: str, strategy: str = "id", mod
     if row is not None and if_not_exists:
         return "exists"
     if row is not None and replace:
-        why = what_differs(row, sql, strategy, mode, lambda: compiled.plan)
+        why = what_differs(conn, row, sql, strategy, mode, lambda: compiled.plan)
         if not why:
             return "unchanged"
         chain, wanted, tables = rebuild_plan(conn, row, f'replace "{name}"', {row.id: (sql, strategy, mode, True)})

@@ -153,17 +153,18 @@ def plan_folder(conn: Connection, directory: Path, prune: bool) -> list[Change]:
 
 def _difference(conn: Connection, row: sa.Row, f: ViewFile) -> str:
     """Why a registered view differs from its file ("" when it does not)."""
-    return what_differs(row, f.sql, f.strategy, f.mode, lambda: compile_view_sql(PostgresSchema(conn), f.sql).plan)
+    return what_differs(conn, row, f.sql, f.strategy, f.mode, lambda: compile_view_sql(PostgresSchema(conn), f.sql).plan)
 
 
-def what_differs(row: sa.Row, sql: str, strategy: str, mode: str, plan) -> str:
+def what_differs(conn: Connection, row: sa.Row, sql: str, strategy: str, mode: str, plan) -> str:
     """Why a registered view differs from a declaration ("" when it does not): its query (as
-    parsed), its strategy (auto: what auto would choose for `plan()` now), or only its mode (the
-    reason then starts with "mode")."""
+    parsed), its strategy (auto: none if auto chose the registered one, else what auto would
+    choose first for `plan()` now), or only its mode (the reason then starts with "mode")."""
     if normalized(row.definition) != normalized(sql):
         return "its query changed"
     if strategy == AUTO:
-        strategy = choose_strategy(plan())[0]
+        chosen = any(d.startswith(f"strategy auto: {row.strategy},") for d in catalog.derivations(conn, row.id))
+        strategy = row.strategy if chosen else choose_strategy(plan())[0]
     if strategy != row.strategy:
         return f"strategy {row.strategy} -> {strategy}"
     if mode != row.mode:

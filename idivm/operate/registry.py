@@ -24,7 +24,7 @@ from ..program.steps import written_tables
 from ..names import display_name, storage_table
 from ..sqltext import column_types, qualified, run
 from ..strategies.aggregate_target import cache_name
-from ..strategies.choose import AUTO, choose_strategy
+from ..strategies.choose import AUTO, resolve_auto
 from ..strategies.higher_order.target import HigherOrderTarget
 from ..strategies.targets import build_program, diff_schemas_of, make_target
 from .dependencies import dependency_order, edges
@@ -44,35 +44,43 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
     compiled = compile_view_sql(PostgresSchema(conn), sql)
     shown = f"{schema}.{view}"
     if conn.execute(sa.text("SELECT to_regclass(:q) IS NOT NULL"), {"q": qualified(schema, view)}).scalar():
-        taken = catalog.view_by_name(conn, schema, view)
-        what = "a maintained view" if taken else "a table or view"
-        raise IdivmError(f'cannot register "{shown}": {what} with that name already exists')
+        if catalog.view_by_name(conn, schema, view):
+            raise IdivmError(f'cannot register "{shown}": a maintained view with that name already exists; register '
+                             "it with --replace to rebuild it from this query (replace=True in Python), or with "
+                             "--if-not-exists to keep it as it is (if_not_exists=True)")
+        raise IdivmError(f'cannot register "{shown}": a table or view with that name already exists; choose another '
+                         "name, or drop or rename it first")
     if not conn.execute(sa.text("SELECT 1 FROM pg_namespace WHERE nspname = :s"), {"s": schema}).first():
         raise UnknownObject(f'schema "{schema}" does not exist')
     plan = compiled.plan
-    chosen = None
-    if strategy == AUTO:
-        strategy, why = choose_strategy(plan)
-        chosen = f"strategy auto: {strategy}, because {why}"
     captured = {}
     for t in base_tables(plan):
         if (t.schema, t.name) not in captured:
             captured[(t.schema, t.name)] = ensure_capture(conn, t, notify_threshold)
-    view_id = catalog.insert_view(conn, schema, view, sql, strategy, [n for n, _ in plan.outputs], [],
-                                  format_plan(plan))
-    target = make_target(*storage_table(view_id), plan, captured, view_id,
-                         column_types=lambda q: column_types(conn, pg_sql(q)), strategy=strategy, definition=sql)
+
+    def store(strategy: str):
+        """The view's catalog row and program under `strategy` (UnsupportedQuery: it refuses the view)."""
+        view_id = catalog.insert_view(conn, schema, view, sql, strategy, [n for n, _ in plan.outputs], [],
+                                      format_plan(plan))
+        target = make_target(*storage_table(view_id), plan, captured, view_id,
+                             column_types=lambda q: column_types(conn, pg_sql(q)), strategy=strategy, definition=sql)
+        return view_id, target, build_program(target, strategy, minimized)
+
+    def attempt(strategy: str):  # auto's tries: what a strategy that refuses stored is rolled back
+        with conn.begin_nested():
+            return store(strategy)
+
+    if strategy == AUTO:
+        strategy, why, (view_id, target, program) = resolve_auto(plan, attempt)
+        program.derivations.insert(0, f"strategy auto: {strategy}, because {why}")
+    else:
+        view_id, target, program = store(strategy)
     catalog.set_ids(conn, view_id, _ids(plan, target))
-    program = build_program(target, strategy, minimized)
-    if chosen is not None:
-        program.derivations.insert(0, chosen)
     catalog.set_program(conn, view_id, to_json(program))
     infos = {captured[(t.schema, t.name)]: t for t in base_tables(plan)}
     read = columns_read(plan)
     for cid in sorted(set(captured.values())):
-        info = infos[cid]
-        if not isinstance(target, HigherOrderTarget):  # its maps keep every column (to_steps.signed_batch)
-            info = info.reading(read[(info.schema, info.name)])
+        info = infos[cid].reading(read[(infos[cid].schema, infos[cid].name)])
         catalog.insert_input(conn, view_id, cid, info.columns)  # a schema change of these makes the view stale
     reinstall_functions(conn, notify_threshold, sorted(set(captured.values())))  # notify thresholds now count this view
     sync_logging(conn)  # this (deferred) view reads them: tables read by immediate views alone log again

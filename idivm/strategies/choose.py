@@ -10,12 +10,18 @@ from what scripts/bench_higher_order.py measured (docs/benchmarks.md, "higher-or
   maps at batches of 100 and 10,000;
 - a view the higher-order strategy refuses goes to id.
 
-The choice and its reason are stored with the view's program; `idivm explain` prints them.
+Where the first choice refuses the view, auto takes the next strategy that maintains it
+(`candidates`: the heuristic's choice, then the others), so that auto maintains every view some
+strategy maintains, and refuses only with each strategy's reason. The choice and its reason are
+stored with the view's program; `idivm explain` prints them.
 """
 from __future__ import annotations
 
 from ..algebra.plan import Aggregate, Project, Union, walk
-from ..errors import UnsupportedQuery
+from collections.abc import Callable
+from typing import TypeVar
+
+from ..errors import UnsupportedQuery, first_line
 from .higher_order.target import STRATEGY as HIGHER_ORDER
 from .higher_order.translate import translate
 
@@ -37,3 +43,28 @@ def choose_strategy(plan) -> tuple[str, str]:
         return "id", f"the higher-order strategy refuses it ({str(e).splitlines()[0]})"
     return HIGHER_ORDER, ("subqueries in WHERE or HAVING (EXISTS / IN / nested aggregates): kept as nested counts and sums "
                           "in maps instead of re-deriving the outer rows a change may affect")
+
+
+# every strategy auto may take, in the order it falls back to them after its first choice
+FALLBACKS = ("id", HIGHER_ORDER, "tuple")
+
+T = TypeVar("T")
+
+
+def resolve_auto(plan, attempt: Callable[[str], T]) -> tuple[str, str, T]:
+    """(strategy, why, what attempt(strategy) returned) for the first strategy whose attempt (a
+    compilation, which raises UnsupportedQuery to refuse) succeeds: the heuristic's choice first,
+    then the others in FALLBACKS order. When every strategy refuses, one UnsupportedQuery names
+    each one's reason."""
+    first, why = choose_strategy(plan)
+    refused: list[tuple[str, str]] = []
+    for strategy in dict.fromkeys((first, *FALLBACKS)):
+        try:
+            result = attempt(strategy)
+        except UnsupportedQuery as e:
+            refused.append((strategy, first_line(e).split("; use --strategy ")[0]))  # its advice: the next tries
+            continue
+        if refused:
+            why = "; ".join(f"--strategy {s} refuses it ({r})" for s, r in refused)
+        return strategy, why, result
+    raise UnsupportedQuery("no strategy maintains this view: " + "; ".join(f"--strategy {s}: {r}" for s, r in refused))

@@ -8,6 +8,8 @@
 """
 from __future__ import annotations
 
+from sqlglot import exp
+
 from ..algebra.plan import Aggregate, Project, Union, walk
 from ..errors import IdivmError, UnsupportedQuery
 from ..program.steps import Program
@@ -36,7 +38,7 @@ def make_target(schema: str, name: str, plan, captured: dict, view_id: int, colu
                                "only by --strategy higher-order (or auto)")
     if strategy == HIGHER_ORDER:
         return make_higher_order_target(schema, name, plan, captured, view_id, definition or "",
-                                        _exact_arguments(plan, captured, view_id, column_types))
+                                        _sum_types(plan, captured, view_id, column_types))
     if isinstance(plan, Aggregate):
         cache = make_target("idivm", cache_name(view_id), plan.cache, captured, view_id)
         target = AggregateTarget(schema=schema, name=name, view_id=view_id, agg=plan, cache=cache)
@@ -48,17 +50,22 @@ def make_target(schema: str, name: str, plan, captured: dict, view_id: int, colu
     return Target(schema=schema, name=name, plan=plan, captured=captured)
 
 
-def _exact_arguments(plan, captured: dict, view_id: int, column_types):
-    """exact(cache column) for the higher-order strategy: the type PostgreSQL gives the column."""
+SUM_TYPE_NAMES = {20: "bigint", 1700: "numeric"}  # the types SUM over an exact type has
+
+
+def _sum_types(plan, captured: dict, view_id: int, column_types):
+    """sum_type(cache column) for the higher-order strategy: the type PostgreSQL gives SUM of the
+    column, if the column's own type is exact (integers, numeric), else None."""
     if column_types is None or not isinstance(plan, Aggregate) or not isinstance(plan.cache, Project):
         return None
     cache = Target(schema="idivm", name=cache_name(view_id), plan=plan.cache, captured=captured)
 
-    def exact(column: str) -> bool:
-        query = select([col(None, column)], [subquery(full_query(cache), "q")])
-        return all(t in EXACT_TYPE_OIDS for t in column_types(query))
+    def sum_type(column: str) -> str | None:
+        query = select([col("q", column), exp.Sum(this=col("q", column))], [subquery(full_query(cache), "q")])
+        argument, total = column_types(query.group_by(col("q", column), copy=False))
+        return SUM_TYPE_NAMES.get(total) if argument in EXACT_TYPE_OIDS else None
 
-    return exact
+    return sum_type
 
 
 STRATEGIES = ("id", "tuple", HIGHER_ORDER, "auto")  # auto: resolved at registration (choose.py)

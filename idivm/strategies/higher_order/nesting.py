@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 
 from ...algebra.plan import SubqueryPredicate
-from ...calculus.expr import Expr, Rel, Sum, mul
+from ...calculus.expr import Expr, Sum, mul
 from ...program import relations as Rl
 from ...program.trees import alias, aliased, col, conjuncts, exists, select, subquery, union_all
-from .scope import VAR, Scope, placeholder, refuse, relation_name_of, same, variable
+from .scope import VAR, Scope, placeholder, refuse, same, variable
 from .to_steps import VALUE
 
 NESTED, INNER = "@nested", "@inner"  # placeholders: a nested count's value; a key of its map
@@ -111,7 +111,7 @@ class NestingBuilder:
     def _count(self, sq: SubqueryPredicate, inner: list[Expr], correlated: list[exp.Expression]) -> exp.Column:
         """A nested count (or, with a value among the inner factors, sum) over S with inner factors
         and correlated conjuncts; its placeholder."""
-        atom = Rel(relation_name_of(sq.table), tuple(variable(sq.alias, c) for c in sq.table.column_names))
+        atom = self.scope.atom(sq.alias, sq.table)
         keys = tuple(dict.fromkeys(c.name for e in correlated for c in e.find_all(exp.Column) if c.table == INNER))
         var = f"#{self.prefix}{len(self.out.nested)}"
         self.out.nested.append(Nested(var, Sum(keys, mul(atom, *inner)), keys, correlated))
@@ -176,20 +176,21 @@ class NestingBuilder:
             if not isinstance(node, (exp.Count, exp.Sum, exp.Avg)) or isinstance(node.this, exp.Distinct):
                 raise refuse(f"the aggregate {node.sql('postgres')} in a scalar subquery")
             if isinstance(node, exp.Count) and (node.this is None or isinstance(node.this, exp.Star)):
-                return self._count(sq, inner, correlated)
+                return exp.cast(self._count(sq, inner, correlated), "bigint")  # as COUNT's own type divides
             arg = node.this
             not_null = self.scope.not_null(arg)
             counted = self._count(sq, inner + ([not_null] if not_null is not None else []), correlated)
             if isinstance(node, exp.Count):
-                return counted
+                return exp.cast(counted, "bigint")
             term = self.scope.term(arg)
-            if not self.scope.exact_column(term):
+            typed = self.scope.sum_type(term)
+            if typed is None:
                 raise refuse(f"{node.key.upper()}({arg.sql('postgres')}) in a scalar subquery over anything but an "
                              "integer or numeric column")
             summed = self._count(sq, inner + [term], correlated)
             zero = exp.Literal.number(0)
             if isinstance(node, exp.Sum):
-                return exp.Case(ifs=[exp.If(this=exp.GT(this=counted, expression=zero), true=summed)])
+                return exp.Case(ifs=[exp.If(this=exp.GT(this=counted, expression=zero), true=exp.cast(summed, typed))])
             return exp.Div(this=exp.cast(summed, "numeric"), expression=exp.Nullif(this=counted.copy(), expression=zero))
 
         e = sq.scalar.copy()

@@ -7,12 +7,15 @@ from fractions import Fraction
 from sqlglot import exp
 
 from ...algebra.plan import Scan, scans
-from ...calculus.expr import VAR_TABLE, Cmp, Const, Expr, Extern, Var, mul
+from ...calculus.expr import VAR_TABLE, Cmp, Const, Expr, Extern, Rel, Var, mul
 from ...errors import UnsupportedQuery
 from ...program.trees import eq
 
 OPS = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.GTE: ">="}
-EXACT_TYPES = ("smallint", "integer", "bigint", "numeric")
+# The type PostgreSQL gives SUM over each exact type (integers, numeric): what a sum read from a
+# map (whose values are numeric) is cast back to, so that an expression over it (integer `/` and
+# `%` truncate) computes as the view's own query does.
+SUM_TYPES = {"smallint": "bigint", "integer": "bigint", "bigint": "numeric", "numeric": "numeric"}
 VAR, SLOT = "@var", "@slot"  # placeholders in output and HAVING expressions: a variable, a map value
 
 
@@ -53,9 +56,11 @@ def placeholder(kind: str, name: str) -> exp.Column:
 
 
 class Scope:
-    """Variables of the scans under one SPJ plan (and of the tables of its EXISTS / IN subqueries)."""
+    """Variables of the scans under one SPJ plan (and of the tables of its EXISTS / IN subqueries).
+    `read`: the columns of each base table the whole view reads (algebra/columns_read.py)."""
 
-    def __init__(self, plan):
+    def __init__(self, plan, read: dict[tuple[str, str], set[str]]):
+        self.read = read
         self.tables = {s.alias: s.table for s in scans(plan)}
         self.tables.update({a: t for sq in getattr(plan, "subqueries", []) for a, t in sq.tables()})
         self.types = {variable(a, c): t for a, tbl in self.tables.items() for c, t in tbl.columns}
@@ -68,6 +73,14 @@ class Scope:
         self.tables[alias] = table
         self.types.update({variable(alias, c): t for c, t in table.columns})
         self.nullable |= {variable(alias, c) for c in table.column_names if not table.never_null(c)}
+
+    def atom(self, alias: str, table) -> Rel:
+        """A scan of `table` as `alias`: a relation over the columns the view reads. AGCA's R(x⃗) is
+        the multiplicity of each tuple x⃗, so a relation over some columns is the table's rows
+        counted by those columns; the others are summed out where they stand, and a change to
+        them alone is no change to the view (nor is dropping one: capture/schema_changes.py)."""
+        read = self.read[(table.schema, table.name)]
+        return Rel(relation_name_of(table), tuple(variable(alias, c) for c in table.column_names if c in read))
 
     def joined_column(self, e: exp.Expression) -> exp.Expression:
         """COALESCE(a.x, b.x) of columns that an equality conjunct equates (how a NATURAL or USING
@@ -130,10 +143,11 @@ class Scope:
         t = self.term(e)
         return t if isinstance(t, Var) else self.extern("value", e)
 
-    def exact_column(self, term) -> bool:
-        """Whether a term is a column of an exact type (integers, numeric), whose sums increments
-        keep exactly; floating-point sums depend on the order of the additions."""
-        return isinstance(term, Var) and self.types[term.name].split("(", 1)[0] in EXACT_TYPES
+    def sum_type(self, term) -> str | None:
+        """The type of SUM over a term that is a column of an exact type (integers, numeric), whose
+        sums increments keep exactly; None for anything else (floating-point sums depend on the
+        order of the additions)."""
+        return SUM_TYPES.get(self.types[term.name].split("(", 1)[0]) if isinstance(term, Var) else None
 
     def not_null(self, e: exp.Expression) -> Expr | None:
         """The condition that e is not NULL (None: it never is)."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from ...algebra.columns_read import columns_read
 from ...algebra.plan import Aggregate, scans
 from ...calculus.expr import Atom, Cmp, DeltaRel, Var
 from ...calculus.printer import show
@@ -19,9 +20,9 @@ from ...program.steps import CACHE_ROLE, VIEW_FROM_MAPS_PHASE, AddToMap, CreateS
 from ...program.trees import alias, aliased, any_of, col, exists, num, select, subquery, union_all
 from .nesting import (Contribution, changed_keys, contribution_fill, contribution_value, correlated_groups, decision,
                       nested_value, reevaluated, restricted, view_fill)
-from .scope import VAR, relation_name_of, same
+from .scope import VAR, relation_name_of, same, variable
 from .to_steps import VALUE, BaseTable, Binder, definition_query, trigger_steps
-from .translate import Translation, translate, variable
+from .translate import Translation, translate
 from .view_table import ViewFromMaps, ViewTable, layout, touched_keys
 from .viewlet import Compiled, compile_queries, expand
 
@@ -200,12 +201,15 @@ def _placeholders(e: exp.Expression) -> str:
 
 
 def make_higher_order_target(schema: str, name: str, plan, captured: dict, view_id: int, definition: str,
-                             exact=None) -> HigherOrderTarget:
-    """exact(cache column) -> whether a grouped view's aggregate argument is of an exact type."""
-    translation = translate(plan, exact)
+                             sum_type=None) -> HigherOrderTarget:
+    """sum_type(cache column) -> the type of SUM of a grouped view's aggregate argument, if that is
+    of an exact type (translate.translate)."""
+    translation = translate(plan, sum_type)
     spj = plan.cache if isinstance(plan, Aggregate) else plan
     read = [(s.alias, s.table) for s in scans(spj)] + [(q.alias, q.table) for q in getattr(spj, "subqueries", [])]
     read += [(q.alias, q.table) for q in getattr(plan, "having_subqueries", [])]
+    reading = columns_read(plan)  # the columns of each table its relations hold (scope.Scope.atom)
+    read = [(a, t.reading(reading[(t.schema, t.name)])) for a, t in read]
     tables = {relation_name_of(t): BaseTable(t.schema, t.name, t.column_names, captured[(t.schema, t.name)])
               for _, t in read}
     nullable = frozenset(variable(a, c) for a, t in read for c in t.column_names

@@ -1,7 +1,8 @@
 """From a view's logical plan to AGCA (VLDBJ'14 Section 3.2): the queries the higher-order
 strategy materializes as its top-level maps, and how the view's columns derive from them.
 
-- A scan ``R AS r`` is the atom R(r.c1, ..., r.ck): one variable per column, named ``alias.column``.
+- A scan ``R AS r`` is the atom R(r.c1, ..., r.ck): one variable per column the view reads (its
+  key among them), named ``alias.column`` (scope.Scope.atom).
 - A join or WHERE conjunct is a factor: a comparison of columns and constants stays AGCA's
   comparison; any other deterministic predicate (OR, NOT, IS NULL, IN lists, CASE, functions) is
   an interpreted condition over its variables (calculus/expr.Extern), kept where SQL keeps a row:
@@ -41,11 +42,12 @@ from typing import Callable
 
 from sqlglot import exp
 
+from ...algebra.columns_read import columns_read
 from ...algebra.plan import AGG_MARK, HAVING_SUBQUERY_MARK, Aggregate, Join, Project, Scan, Select, Union
-from ...calculus.expr import Assign, Expr, Rel, Sum, Var, add, mul
+from ...calculus.expr import Assign, Expr, Sum, Var, add, mul
 from ...errors import UnsupportedQuery
 from .nesting import Nesting, NestingBuilder, subquery_nodes
-from .scope import SLOT, VAR, Scope, placeholder, refuse, relation_name, shown, variable
+from .scope import SLOT, VAR, Scope, placeholder, refuse, shown
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class Slot:
     kind: str
     maps: tuple[str, ...]
     var: str | None = None
+    type: str | None = None  # "sum": the type PostgreSQL gives the SUM (its map's values are numeric)
 
     @property
     def over_values(self) -> bool:
@@ -111,8 +114,7 @@ def _body(node, scope: Scope, nesting: NestingBuilder) -> Expr:
         return out
 
     if isinstance(node, Scan):
-        cols = node.table.column_names
-        return Rel(relation_name(node), tuple(variable(node.alias, c) for c in cols))
+        return scope.atom(node.alias, node.table)
     if isinstance(node, Join):
         return mul(_body(node.left, scope, nesting), _body(node.right, scope, nesting), *conditions(node.conjuncts))
     if isinstance(node, Select):
@@ -120,7 +122,7 @@ def _body(node, scope: Scope, nesting: NestingBuilder) -> Expr:
     raise refuse(type(node).__name__)
 
 
-def _union_count(union: Union) -> tuple[tuple[str, ...], Expr, frozenset[str]]:
+def _union_count(union: Union, read) -> tuple[tuple[str, ...], Expr, frozenset[str]]:
     """A UNION ALL as one COUNT map over its output values: each branch's rows lifted into the same
     variables #o0, #o1, ... (x := f(y), as GROUP BY expressions are), their counts added
     (AGCA's +: the branches' terms have the same output variables). Returns the variables, the
@@ -128,7 +130,7 @@ def _union_count(union: Union) -> tuple[tuple[str, ...], Expr, frozenset[str]]:
     group = tuple(f"#o{j}" for j in range(len(union.outputs)))
     terms = []
     for branch in union.branches:
-        scope, body, nesting = _spj(branch)
+        scope, body, nesting = _spj(branch, read)
         if nesting:  # an outer join's padded rows are such a branch: NOT EXISTS (no partner)
             raise refuse("outer joins whose padded rows need a NOT EXISTS over a table" if union.outer_join
                          else "EXISTS / IN or scalar subqueries inside a UNION branch")
@@ -137,10 +139,10 @@ def _union_count(union: Union) -> tuple[tuple[str, ...], Expr, frozenset[str]]:
     return group, Sum(group, add(*terms)), frozenset(group)
 
 
-def _spj(plan) -> tuple[Scope, Expr, Nesting]:
+def _spj(plan, read) -> tuple[Scope, Expr, Nesting]:
     if not isinstance(plan, Project):
         raise refuse("UNION")
-    scope = Scope(plan)
+    scope = Scope(plan, read)
     builder = NestingBuilder(scope, plan.subqueries)
     body = _body(plan.child, scope, builder)
     return scope, body, builder.out
@@ -160,23 +162,25 @@ def _vars_of(e: exp.Expression) -> list[str]:
     return list(dict.fromkeys(c.name for c in e.find_all(exp.Column) if c.table == VAR))
 
 
-def _exact(cache_column: str, e: exp.Expression, scope: Scope, exact) -> bool:
-    if exact is not None:
-        return exact(cache_column)
-    return scope.exact_column(scope.term(e))  # without the database's word: a column's declared type
+def _sum_type(cache_column: str, e: exp.Expression, scope: Scope, sum_type) -> str | None:
+    if sum_type is not None:
+        return sum_type(cache_column)
+    return scope.sum_type(scope.term(e))  # without the database's word: a column's declared type
 
 
-def translate(plan, exact: Callable[[str], bool] | None = None) -> Translation:
-    """The plan of a view (frontend/build_plan.py) in AGCA. exact(cache column) says whether a
-    SUM/AVG argument is of an exact type (integers, numeric): sums of floating-point values depend
-    on the order of the additions, which maintenance cannot reproduce."""
+def translate(plan, sum_type: Callable[[str], str | None] | None = None) -> Translation:
+    """The plan of a view (frontend/build_plan.py) in AGCA. sum_type(cache column) is the type
+    PostgreSQL gives SUM of a SUM/AVG argument of an exact type (integers, numeric), None for any
+    other: sums of floating-point values depend on the order of the additions, which maintenance
+    cannot reproduce."""
+    read = columns_read(plan)
     if isinstance(plan, Aggregate):
-        return _aggregate(plan, exact)
+        return _aggregate(plan, sum_type, read)
     if isinstance(plan, Union):
-        group, count, nullable = _union_count(plan)
+        group, count, nullable = _union_count(plan, read)
         return Translation(group=group, maps={"count": count}, map_keys=group, nullable=nullable, lifted=nullable,
                            outputs=[(n, placeholder(VAR, v)) for (n, _), v in zip(plan.outputs, group)])
-    scope, body, nesting = _spj(plan)
+    scope, body, nesting = _spj(plan, read)
     outputs = [(n, scope.over_vars(scope.joined_column(e))) for n, e in plan.outputs]
     group = tuple(dict.fromkeys(v for _, e in outputs for v in _vars_of(e)))
     out = Translation(group=group, outputs=outputs, types=scope.types, nullable=scope.nullable & set(group))
@@ -185,15 +189,15 @@ def translate(plan, exact: Callable[[str], bool] | None = None) -> Translation:
     return out
 
 
-def _aggregate(agg: Aggregate, exact) -> Translation:
+def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
     if isinstance(agg.cache, Union):  # UNION (distinct): a grouping on every output of the UNION ALL
         if [e for _, e in agg.outputs if not (isinstance(e, exp.Column) and e.table == AGG_MARK)]:
             raise refuse("aggregates over outer joins" if agg.cache.outer_join else "aggregates over a UNION")
-        group, count, nullable = _union_count(agg.cache)
+        group, count, nullable = _union_count(agg.cache, read)
         key_var = dict(zip([n for n, _ in agg.cache.outputs], group))
         return Translation(group=group, maps={"count": count}, map_keys=group, nullable=nullable, lifted=nullable,
                            grouped=True, outputs=[(n, placeholder(VAR, key_var[e.name])) for n, e in agg.outputs])
-    scope, body, nesting = _spj(agg.cache)
+    scope, body, nesting = _spj(agg.cache, read)
     cols = dict(agg.cache.outputs)
     group, lifts = [], []
     for k in agg.keys:
@@ -250,7 +254,8 @@ def _aggregate(agg: Aggregate, exact) -> Translation:
             if isinstance(node, exp.Count):
                 s = Slot("count", (count_of(e),))
             else:
-                if not _exact(node.this.name, e, scope, exact):
+                typed = _sum_type(node.this.name, e, scope, sum_type)
+                if typed is None:
                     raise UnsupportedQuery(
                         f"the higher-order strategy cannot keep {node.key.upper()}({shown(e)}) exactly: its argument "
                         "is not an integer or numeric, and sums of floating-point values depend on the order of "
@@ -258,7 +263,7 @@ def _aggregate(agg: Aggregate, exact) -> Translation:
                 summed = Sum(keys, mul(body, scope.value(e)))
                 name = next((k for k, q in out.maps.items() if q == summed), f"sum_{len(out.maps)}")
                 out.maps[name] = summed
-                s = Slot("sum" if isinstance(node, exp.Sum) else "avg", (name, count_of(e)))
+                s = Slot("sum" if isinstance(node, exp.Sum) else "avg", (name, count_of(e)), type=typed)
         key = next((k for k, v in out.slots.items() if v == s), f"v{len(out.slots)}")
         out.slots[key] = s
         return placeholder(SLOT, key)

@@ -106,14 +106,16 @@ class ViewFromMaps:
         return col("c" if name == self.t.count_map else self.aliases[name], VALUE)
 
     def _slot(self, name: str) -> exp.Expression:
+        """A slot's value, of the type PostgreSQL gives its aggregate (maps hold numeric values:
+        COUNT(*) / 2 must divide bigints, as the query does)."""
         s = self.t.slots[name]
         if s.over_values:
             return self._over_values(s)
         if s.kind == "count":
             if s.maps[0] == self.t.count_map and self.t.group:
-                return col("c", VALUE)
-            return exp.Coalesce(this=self._count(s.maps[0]), expressions=[num(0)])
-        total = exp.Coalesce(this=col(self.aliases[s.maps[0]], VALUE), expressions=[num(0)])
+                return exp.cast(col("c", VALUE), "bigint")
+            return exp.cast(exp.Coalesce(this=self._count(s.maps[0]), expressions=[num(0)]), "bigint")
+        total = exp.cast(exp.Coalesce(this=col(self.aliases[s.maps[0]], VALUE), expressions=[num(0)]), s.type)
         count = self._count(s.maps[1])
         if s.kind == "avg":
             return exp.Div(this=exp.cast(total, "numeric"), expression=count)
