@@ -80,11 +80,23 @@ class Engine:
         self.sa.dispose()
 
     # -- catalog ---------------------------------------------------------------------------
-    def init(self) -> None:
-        """Install or upgrade the catalog schema (idempotent)."""
+    def init(self) -> str:
+        """Install or upgrade the catalog schema (idempotent); returns what it did, in a line."""
         with self.sa.begin() as conn:
-            install_or_upgrade(conn)
-        self._catalog_ok = False
+            before = install_or_upgrade(conn)
+            database = conn.execute(sa.text("SELECT current_database()")).scalar()
+            watching = event_triggers_installed(conn)
+        self._catalog_ok = True
+        if before is None:
+            return (f'installed idivm in database "{database}": its catalog (schema idivm, revision {HEAD}) and the '
+                    "functions that maintain views from SQL" + (
+                        ", and event triggers that notice schema changes" if watching else
+                        "; schema changes of base tables go unnoticed: installing the event triggers that notice "
+                        "them needs a superuser (run `idivm init` as one)"))
+        if before != HEAD:
+            return f'upgraded idivm in database "{database}" from catalog revision {before} to {HEAD}'
+        return f'idivm\'s catalog in database "{database}" is up to date (revision {HEAD})'
+
 
     def installed(self) -> bool:
         """Whether idivm's catalog is in this database."""
@@ -107,6 +119,11 @@ class Engine:
             raise
         self._catalog_ok = False
         return dropped
+
+    def _installed(self) -> None:
+        """idivm installed (or upgraded) here unless this engine saw it up to date already."""
+        if not self._catalog_ok:
+            self.init()
 
     def _require_catalog(self, conn: Connection) -> None:
         if self._catalog_ok:
@@ -147,7 +164,7 @@ class Engine:
             raise IdivmError("choose one of --replace and --if-not-exists")
         fill = self._fill(engine, progress)
         sql = _sql_text(query)
-        self.init()
+        self._installed()
         schema, view = parse_name(name)
         with self.sa.connect() as conn:
             compiled = compile_view_sql(PostgresSchema(conn), sql)  # refuse early, before taking any lock
@@ -192,7 +209,7 @@ class Engine:
         (operate/folder.py), in order; nothing is changed."""
         from pathlib import Path
 
-        self.init()
+        self._installed()
         with self.sa.connect() as conn:
             return plan_folder(conn, Path(directory), prune)
 

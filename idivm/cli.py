@@ -69,8 +69,7 @@ def _engine():
 @app.command()
 def init():
     """Install or upgrade idivm's catalog schema (idempotent)."""
-    _engine().init()
-    out.print("catalog is up to date")
+    out.print(_engine().init())
 
 
 ENGINE_HELP = ("where the diffs are computed: postgres, spark, or auto (a cost model chooses per view and batch; "

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from helpers import spark_missing
+
 
 def test_devices_benchmark_runs_and_verifies(server_dsn, tmp_path):
     from idivm.bench.devices import main
@@ -71,13 +73,8 @@ def test_higher_order_benchmark_runs_and_verifies(server_dsn, tmp_path):
 
 
 def test_spark_benchmark_runs_and_verifies(server_dsn, tmp_path):
-    from idivm.engines.spark.settings import SparkSettings
-    from idivm.errors import IdivmError
-
-    try:
-        SparkSettings.from_env(server_dsn).check()
-    except IdivmError as missing:
-        pytest.skip(str(missing))
+    if spark_missing(server_dsn):
+        pytest.skip(spark_missing(server_dsn))
     from idivm.bench.spark import main
 
     out = tmp_path / "spark.json"

@@ -13,9 +13,13 @@ def cli(dsn, *args, timeout=180):
 def test_every_command(fresh_db, db, tmp_path):
     db.execute("CREATE TABLE parts (pid int PRIMARY KEY, price numeric)")
     db.execute("INSERT INTO parts VALUES (1, 10), (2, 20)")
-    assert cli(fresh_db, "init").returncode == 0
-    assert cli(fresh_db, "init").returncode == 0  # idempotent
     from idivm.catalog.migrate import HEAD
+
+    first = cli(fresh_db, "init")  # says what it installed (issue 33, item 5), then that nothing was needed
+    assert first.returncode == 0 and "installed idivm in database" in first.stdout, first.stdout
+    assert f"revision {HEAD}" in first.stdout and "event triggers that notice schema changes" in first.stdout
+    again = cli(fresh_db, "init")  # idempotent
+    assert again.returncode == 0 and f"is up to date (revision {HEAD})" in again.stdout, again.stdout
 
     assert db.execute("SELECT version_num FROM idivm.alembic_version").fetchone()[0] == HEAD
     f = tmp_path / "v.sql"

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 import idivm
-from helpers import assert_equal_multiset
+from helpers import assert_equal_multiset, spark_missing
 
 EXAMPLES = int(os.environ.get("IDIVM_TEST_EXAMPLES", "30"))  # random views per construct family
 FAMILIES = ("spj", "group", "sumcount", "distinct", "union", "subquery", "setop", "fromagg", "nested", "outer")
@@ -39,17 +39,6 @@ SQL_STRIDE = int(os.environ.get("IDIVM_TEST_SQL_STRIDE", "3"))
 SQL_STRATEGIES = ("id", "tuple", "higher-order")
 
 
-def _spark_missing() -> str | None:
-    from idivm.engines.spark.settings import SparkSettings
-
-    try:
-        SparkSettings.from_env("postgresql://localhost/x").check()
-    except idivm.IdivmError as e:
-        return str(e)
-    return None
-
-
-SPARK_MISSING = _spark_missing()
 
 
 @dataclass
@@ -392,7 +381,7 @@ def _register_every_strategy(engine, conn, sql: str, names: list[str], rounds, t
     spark = STATS.setdefault("spark", {"views": 0, "rounds": 0, "offloaded": 0, "refused": {}, "per_family": {},
                                        "seen": {}, "by_strategy": {}})
     seen = spark["seen"][family] = spark["seen"].get(family, 0) + 1
-    if SPARK_MISSING is None and seen % SPARK_STRIDE == 0 and spark["per_family"].get(family, 0) < SPARK_EXAMPLES:
+    if not spark_missing(engine.dsn) and seen % SPARK_STRIDE == 0 and spark["per_family"].get(family, 0) < SPARK_EXAMPLES:
         k = spark["per_family"][family] = spark["per_family"].get(family, 0) + 1
         names.append(f"{schema}.v_spark")  # one strategy's program in turn, its diffs computed on Spark
         strategy = SPARK_STRATEGIES[k % len(SPARK_STRATEGIES)]

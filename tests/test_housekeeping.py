@@ -9,6 +9,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import psycopg
 import pytest
 
 import idivm
@@ -93,3 +94,27 @@ def test_server_status_start_and_stop(data_dir):
     after = cli("server", "status", env=env)
     assert after.returncode == 1 and "stopped" in after.stdout
     assert "not running" in cli("server", "stop", env=env).stdout
+
+
+def test_the_embedded_cluster_listens_on_localhost_with_a_password_only(data_dir):
+    """Issue 33, item 4: what needs TCP (the Spark engine's JDBC reads) reaches the embedded cluster
+    on 127.0.0.1, with scram-sha-256 and a password only its owner can read; never with trust."""
+    try:
+        from idivm.embedded import bindir, password_file, start_cluster, tcp_address
+
+        bindir()
+    except idivm.IdivmError as e:
+        pytest.skip(f"no PostgreSQL binaries for an embedded cluster: {e}")
+    dsn = start_cluster(data_dir, quiet=True)
+    assert f"host={data_dir}" in dsn  # idivm itself goes through the socket
+    tcp = tcp_address(str(data_dir))
+    assert tcp is not None and tcp.host == "127.0.0.1" and f"port={tcp.port}" in dsn
+    assert password_file(data_dir).stat().st_mode & 0o077 == 0
+    user = psycopg.conninfo.conninfo_to_dict(dsn)["user"]
+    with pytest.raises(psycopg.OperationalError, match="password"):
+        psycopg.connect(host=tcp.host, port=tcp.port, user=user, dbname="postgres", connect_timeout=5)
+    with pytest.raises(psycopg.OperationalError, match="password authentication failed"):
+        psycopg.connect(host=tcp.host, port=tcp.port, user=user, dbname="postgres", password="guess", connect_timeout=5)
+    with psycopg.connect(host=tcp.host, port=tcp.port, user=user, dbname="postgres", password=tcp.password) as c:
+        rules = c.execute("SELECT type, auth_method FROM pg_hba_file_rules WHERE type LIKE 'host%'").fetchall()
+    assert rules and all(method == "scram-sha-256" for _, method in rules), rules

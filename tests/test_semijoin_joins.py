@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import idivm
-from helpers import ABC_TABLES, assert_equal_multiset, assert_follows_writes, assert_refused_by_name
+from helpers import ABC_TABLES, assert_equal_multiset, assert_follows_writes, assert_refused_by_name, spark_missing
 
 SCHEMA = """
 CREATE TABLE customers (id int PRIMARY KEY, name text, region text);
@@ -78,12 +78,8 @@ def test_higher_order_refuses_subqueries_over_joins(engine, db):
 @pytest.mark.parametrize("strategy", ["id", "tuple"])
 def test_subqueries_over_joins_on_spark(engine, db, strategy):
     """The same Δ-program with its diffs computed on Spark (skipped where Spark is not installed)."""
-    from idivm.engines.spark.settings import SparkSettings
-
-    try:
-        SparkSettings.from_env("postgresql://localhost/x").check()
-    except idivm.IdivmError as missing:
-        pytest.skip(str(missing))
+    if spark_missing(engine.dsn):
+        pytest.skip(spark_missing(engine.dsn))
     db.execute(SCHEMA)
     for name in ("not_exists", "not_in"):
         engine.register_view(name, VIEWS[name][0], strategy=strategy)

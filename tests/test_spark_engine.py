@@ -10,17 +10,24 @@ from __future__ import annotations
 import random
 from decimal import Decimal
 
+import psycopg
 import pytest
 
+import idivm
 from idivm.engines.spark.settings import SparkSettings
 from idivm.errors import IdivmError
 
-from helpers import assert_equal_multiset
+from helpers import assert_equal_multiset, spark_missing
 
-try:
-    SparkSettings.from_env("postgresql://localhost/x").check()
-except IdivmError as missing:
-    pytest.skip(str(missing), allow_module_level=True)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _spark_reaches_the_test_server(server_dsn):
+    """Every test here needs Spark, and Spark must reach the server the tests use (over TCP: a
+    throwaway cluster listens on 127.0.0.1 as well, embedded.py); else they skip, saying why."""
+    missing = spark_missing(server_dsn)
+    if missing:
+        pytest.skip(missing)
 
 VIEWS = {
     "spj": ("SELECT d.did, p.pid, p.price, d.category FROM parts p JOIN devices_parts dp ON dp.pid = p.pid "
@@ -714,3 +721,40 @@ def test_a_standalone_cluster_computes_the_same_view(engine, shop, monkeypatch, 
             except subprocess.TimeoutExpired:
                 p.kill()
         logs.close()
+
+
+def test_spark_reaches_an_embedded_cluster_over_tcp_with_its_password():
+    """Issue 33, item 4: on a machine with no server, idivm's own cluster (the embedded default, and
+    the tests' throwaway one) is reached through its socket, and Spark through its TCP listener on
+    127.0.0.1 with the password kept beside it (embedded.py); every run of the suite does this once,
+    whichever server the other tests use."""
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from idivm.embedded import start_cluster, stop_cluster
+
+    tmp = Path(tempfile.mkdtemp(prefix="idivm-spark-"))
+    if os.geteuid() == 0:
+        shutil.chown(tmp, "postgres")
+    datadir = tmp / "pgdata"
+    try:
+        dsn = start_cluster(datadir, quiet=True)
+    except IdivmError as e:
+        pytest.skip(f"no PostgreSQL binaries to start a cluster with: {e}")
+    try:
+        assert SparkSettings.from_env(dsn).jdbc_url.startswith("jdbc:postgresql://127.0.0.1:")
+        with psycopg.connect(dsn, autocommit=True) as db:
+            db.execute("CREATE TABLE parts (pid int PRIMARY KEY, price numeric(8,2))")
+            db.execute("INSERT INTO parts SELECT g, g * 1.25 FROM generate_series(1, 30) g")
+            engine = idivm.connect(dsn)
+            engine.register_view("dear", VIEWS["filtered"][0], engine="spark")
+            db.execute("UPDATE parts SET price = price + 2 WHERE pid % 3 = 0")
+            report = engine.maintain("dear", engine="spark")
+            assert report.engine == "spark" and report.offloaded > 0, report
+            assert_equal_multiset(db, "dear", *VIEWS["filtered"])
+            engine.close()
+    finally:
+        stop_cluster(datadir)
+        shutil.rmtree(tmp, ignore_errors=True)

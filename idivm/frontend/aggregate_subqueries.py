@@ -22,6 +22,12 @@ from .checks import refuse
 from ..errors import UnsupportedQuery
 
 
+def _in_from(select: exp.Expression) -> bool:
+    """Whether a SELECT is itself a subquery in a FROM or JOIN (else a scalar, EXISTS or IN one)."""
+    holder = select.parent
+    return isinstance(holder, exp.Subquery) and isinstance(holder.parent, (exp.From, exp.Join))
+
+
 def fold_aggregate_subquery(tree: exp.Expression) -> exp.Expression:
     if not isinstance(tree, exp.Select):
         return tree
@@ -30,6 +36,10 @@ def fold_aggregate_subquery(tree: exp.Expression) -> exp.Expression:
             if isinstance(s.parent, (exp.From, exp.Join)) and isinstance(s.this, exp.Select) and has_aggregation(s.this)]
     if not subs:
         return tree
+    nested = [s for s in subs if s.parent.parent is not tree]  # in the FROM of a subquery, not of this query
+    if nested:
+        raise refuse("a subquery that aggregates in the FROM of " + (
+            "another subquery in FROM" if _in_from(nested[0].parent.parent) else "a scalar, EXISTS or IN subquery"))
     sub = subs[0]
     if sub.parent is not src or tree.args.get("joins") or len(subs) > 1:
         raise refuse("a subquery that aggregates joined with other tables (aggregation below a join)")

@@ -6,7 +6,6 @@ query; we never hand-parse SQL.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import sqlglot
@@ -27,6 +26,7 @@ from .aggregates import build_aggregate, has_aggregation
 from .checks import check_comparable, check_constructs, check_deterministic, check_statement, drop_ignored_order, refuse, union_branches
 from .clauses import conjuncts, from_item, where_conjuncts
 from .ctes import inline_ctes
+from .parse_errors import describe
 from .outer_joins import expand as expand_outer_joins, guard_derived_outputs, has_outer_join, merge_filtered_sides
 from .semijoins import extract_having_subqueries, extract_subqueries
 from .setops import reduce_set_difference
@@ -55,21 +55,10 @@ def parse_one(sql: str) -> exp.Expression:
     try:
         statements = [s for s in sqlglot.parse(sql, read="postgres") if s is not None]
     except ParseError as e:
-        raise IdivmError(f"could not parse the view's SQL: {_parse_error(e)}") from None
+        raise IdivmError(f"could not parse the view's SQL: {describe(sql, e)}") from None
     if len(statements) != 1:
         raise IdivmError(f"a view is defined by exactly one SELECT statement, got {len(statements)} statements")
     return statements[0]
-
-
-def _parse_error(e: ParseError) -> str:
-    """sqlglot's message in the user's terms: `Required keyword: 'this' missing for <class
-    'sqlglot.expressions.query.Where'>` names a clause left without its expression."""
-    first = str(e).splitlines()[0]
-    found = re.match(r"Required keyword: '\w+' missing for <class '[\w.]*\.(\w+)'>\.(.*)", first)
-    if found:
-        clause = re.sub(r"(?<!^)(?=[A-Z])", " ", found.group(1)).upper()
-        return f"{clause} is missing its expression.{found.group(2)}"
-    return first
 
 
 def ignored_clauses(sql: str) -> list[str]:

@@ -26,9 +26,10 @@ from .registry import compile_missing_programs, drop_locked, sync_immediate
 INSTALL_LOCK = 7411  # advisory lock class: one installer or upgrader at a time
 
 
-def install_or_upgrade(conn: Connection) -> None:
+def install_or_upgrade(conn: Connection) -> str | None:
     """Bring the catalog to this idivm's revision, with the server-side functions, capture and
-    immediate triggers as this idivm writes them (idempotent; in the caller's transaction)."""
+    immediate triggers as this idivm writes them (idempotent; in the caller's transaction).
+    Returns the revision the database was at (None: idivm was not installed)."""
     conn.execute(sa.text("SELECT pg_advisory_xact_lock(:c)"), {"c": INSTALL_LOCK})
     before = catalog_revision(conn)
     upgrade_catalog(conn)
@@ -47,6 +48,7 @@ def install_or_upgrade(conn: Connection) -> None:
         move_to_storage(conn)
     if before is not None and before < TYPE_NAMES_REVISION:
         install_all_view_functions(conn)  # as this idivm compiles them (kind guards; views before idivm.maintain(...))
+    return before
 
 
 TYPE_NAMES_REVISION = "0012"  # type names independent of the search path; view functions compiled again on upgrade to it

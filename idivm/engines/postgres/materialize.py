@@ -84,8 +84,24 @@ def create_tables(conn, target, fill: Fill = create_as) -> None:
     """Create, fill and ANALYZE whatever a target consists of (SPJ view, UNION ALL, grouped view + cache):
     without statistics the first maintenances' plans over a fresh cache or view can be far off."""
     _create(conn, target, fill)
+    key_for_readers(conn, table_of(target))
     for table in tables_of(target):
         run(conn, f"ANALYZE {table}")
+
+
+ROW_KEY = "__idivm_row"
+
+
+def key_for_readers(conn, table: str) -> None:
+    """A view's table whose rows have no primary key of their own columns (a group key or an
+    outer join's IDs that may be NULL, the branches of a UNION ALL, the one row of an aggregate
+    without GROUP BY) gets one that never is NULL: a number each row takes when inserted. Views
+    over this one identify its rows by it, as by any base table's primary key (capture and
+    ID-based maintenance need one). A row keeps its number while it is updated; a group that
+    disappears and comes back is a new row to the views over it."""
+    if not run(conn, "SELECT EXISTS (SELECT 1 FROM pg_index WHERE indrelid = CAST(%s AS regclass) AND indisprimary)",
+               (table,)).fetchone()[0]:
+        run(conn, f"ALTER TABLE {table} ADD COLUMN {ident(ROW_KEY)} bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
 
 
 def table_of(target) -> str:

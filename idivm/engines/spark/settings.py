@@ -26,6 +26,7 @@ from urllib.parse import quote
 
 from psycopg.conninfo import conninfo_to_dict
 
+from ...embedded import tcp_address
 from ...errors import IdivmError
 
 DEFAULT_JAR = "/usr/share/java/postgresql.jar"
@@ -90,12 +91,18 @@ class SparkSettings:
 
 
 def jdbc_url(dsn: str) -> str:
-    """A libpq DSN as a JDBC URL (host, port, database, user, password, sslmode)."""
+    """A libpq DSN as a JDBC URL (host, port, database, user, password, sslmode). A DSN that names
+    the socket directory of idivm's embedded cluster becomes that cluster's TCP listener on
+    127.0.0.1, with its password (embedded.py)."""
     parts = conninfo_to_dict(dsn)
     host = parts.get("host") or "localhost"
     if host.startswith("/"):
-        raise IdivmError(f"the Spark engine reaches PostgreSQL over TCP, but the DSN names a socket directory "
-                         f"({host}); set IDIVM_SPARK_JDBC_URL, e.g. jdbc:postgresql://127.0.0.1:5432/db?user=...")
+        tcp = tcp_address(host)
+        if tcp is None:
+            raise IdivmError(f"the Spark engine reaches PostgreSQL over TCP, but the DSN names a socket directory "
+                             f"({host}); set IDIVM_SPARK_JDBC_URL, e.g. jdbc:postgresql://127.0.0.1:5432/db?user=...")
+        parts.update(host=tcp.host, port=str(tcp.port), password=tcp.password)
+        host = tcp.host
     port = parts.get("port") or "5432"
     params = [f"{k}={quote(str(parts[k]), safe='')}" for k in ("user", "password", "sslmode") if parts.get(k)]
     return f"jdbc:postgresql://{host}:{port}/{quote(parts.get('dbname') or parts.get('user') or 'postgres', safe='')}" + (
