@@ -64,3 +64,38 @@ def spark_missing(dsn: str) -> str | None:
     except IdivmError as missing:
         return str(missing)
     return None
+
+
+def throwaway_cluster(prefix: str):
+    """A context manager: a PostgreSQL cluster of idivm's own (embedded.py) in a new temporary
+    directory, started; yields (data directory, DSN); stopped and removed afterwards. Skips the
+    test, saying why, where no PostgreSQL binaries are installed."""
+    import contextlib
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    import pytest
+
+    from idivm.embedded import start_cluster, stop_cluster
+    from idivm.errors import IdivmError
+
+    @contextlib.contextmanager
+    def cluster():
+        tmp = Path(tempfile.mkdtemp(prefix=prefix))
+        if os.geteuid() == 0:  # the server runs as postgres, which must reach its data directory
+            shutil.chown(tmp, "postgres")
+        datadir = tmp / "pgdata"
+        try:
+            try:
+                dsn = start_cluster(datadir, quiet=True)
+            except IdivmError as e:
+                pytest.skip(f"no PostgreSQL binaries to start a cluster with: {e}")
+            yield datadir, dsn
+        finally:
+            if (datadir / "PG_VERSION").exists():
+                stop_cluster(datadir)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    return cluster()

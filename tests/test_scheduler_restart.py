@@ -4,17 +4,13 @@ reconnects, and maintains what was written before and after; the view equals rec
 Runs on a throwaway cluster of its own (the shared test server must not be restarted)."""
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 import time
-from pathlib import Path
 
 import psycopg
 import pytest
 
 import idivm
-from helpers import assert_equal_multiset
+from helpers import assert_equal_multiset, throwaway_cluster
 from worker_process import WorkerProcess
 
 SQL = "SELECT k, sum(v) AS total, count(*) AS n FROM items GROUP BY k"
@@ -22,19 +18,8 @@ SQL = "SELECT k, sum(v) AS total, count(*) AS n FROM items GROUP BY k"
 
 @pytest.fixture
 def cluster():
-    from idivm.embedded import start_cluster, stop_cluster
-
-    tmp = Path(tempfile.mkdtemp(prefix="idivm-restart-"))
-    if os.geteuid() == 0:
-        shutil.chown(tmp, "postgres")
-    datadir = tmp / "pgdata"
-    try:
-        dsn = start_cluster(datadir, quiet=True)
-    except idivm.IdivmError as e:
-        pytest.skip(f"no PostgreSQL binaries to start a cluster with: {e}")
-    yield datadir, dsn
-    stop_cluster(datadir)
-    shutil.rmtree(tmp, ignore_errors=True)
+    with throwaway_cluster("idivm-restart-") as started:
+        yield started
 
 
 def test_scheduler_survives_a_server_restart(cluster):

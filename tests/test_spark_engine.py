@@ -17,7 +17,7 @@ import idivm
 from idivm.engines.spark.settings import SparkSettings
 from idivm.errors import IdivmError
 
-from helpers import assert_equal_multiset, spark_missing
+from helpers import assert_equal_multiset, spark_missing, throwaway_cluster
 
 
 
@@ -728,22 +728,7 @@ def test_spark_reaches_an_embedded_cluster_over_tcp_with_its_password():
     the tests' throwaway one) is reached through its socket, and Spark through its TCP listener on
     127.0.0.1 with the password kept beside it (embedded.py); every run of the suite does this once,
     whichever server the other tests use."""
-    import os
-    import shutil
-    import tempfile
-    from pathlib import Path
-
-    from idivm.embedded import start_cluster, stop_cluster
-
-    tmp = Path(tempfile.mkdtemp(prefix="idivm-spark-"))
-    if os.geteuid() == 0:
-        shutil.chown(tmp, "postgres")
-    datadir = tmp / "pgdata"
-    try:
-        dsn = start_cluster(datadir, quiet=True)
-    except IdivmError as e:
-        pytest.skip(f"no PostgreSQL binaries to start a cluster with: {e}")
-    try:
+    with throwaway_cluster("idivm-spark-") as (_, dsn):
         assert SparkSettings.from_env(dsn).jdbc_url.startswith("jdbc:postgresql://127.0.0.1:")
         with psycopg.connect(dsn, autocommit=True) as db:
             db.execute("CREATE TABLE parts (pid int PRIMARY KEY, price numeric(8,2))")
@@ -755,6 +740,3 @@ def test_spark_reaches_an_embedded_cluster_over_tcp_with_its_password():
             assert report.engine == "spark" and report.offloaded > 0, report
             assert_equal_multiset(db, "dear", *VIEWS["filtered"])
             engine.close()
-    finally:
-        stop_cluster(datadir)
-        shutil.rmtree(tmp, ignore_errors=True)
