@@ -64,25 +64,3 @@ def test_a_maintenance_reads_its_window_through_the_log_index(engine, db):
     assert db.execute(f"SELECT count(*) FROM ({window}) AS w").fetchone()[0] == 40  # 20 old and 20 new images
     engine.maintain("busy")
     assert_equal_multiset(db, "busy", BUSY, ["grp", "n", "total"])
-
-
-def test_init_indexes_the_logs_of_a_catalog_from_before_the_index(engine, db):
-    from alembic import command
-    from alembic.config import Config
-
-    from idivm.catalog.migrate import MIGRATIONS
-
-    _setup(db, engine)
-    cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS))
-    with engine.sa.begin() as conn:  # the catalog as an idivm of revision 0007 left it
-        cfg.attributes["connection"] = conn
-        command.downgrade(cfg, "0007")
-    assert db.execute("SELECT to_regclass('idivm.log_1_xid')").fetchone()[0] is None
-    engine.init()
-    assert db.execute("SELECT to_regclass('idivm.log_1_xid')").fetchone()[0] is not None
-    db.execute("UPDATE items SET val = val + 1 WHERE id <= 10")
-    engine.maintain("busy")
-    engine.maintain("idle")
-    assert _pruned_below(db) is not None
-    assert_equal_multiset(db, "busy", BUSY, ["grp", "n", "total"])

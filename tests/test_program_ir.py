@@ -95,34 +95,6 @@ def test_explain_prints_the_program_and_its_postgresql_rendering(engine, shop):
     assert "Δ-program before minimization:" in unminimized and "Δ-script (PostgreSQL) before minimization:" in unminimized
 
 
-def test_init_compiles_the_programs_of_views_registered_before_revision_0006(engine, shop, db):
-    from alembic import command
-    from alembic.config import Config
-
-    from idivm.catalog.migrate import MIGRATIONS
-
-    engine.register_view("v", SHAPES["sum"])
-    before = _stored(shop, "v")
-    cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS))
-    with engine.sa.begin() as conn:  # the catalog as an idivm of revision 0005 left it
-        cfg.attributes["connection"] = conn
-        command.downgrade(cfg, "0005")
-    assert db.execute("SELECT count(*) FROM information_schema.columns WHERE table_schema = 'idivm' "
-                      "AND table_name = 'views' AND column_name = 'program'").fetchone()[0] == 0
-    engine.init()
-    after = _stored(shop, "v")
-    assert after[0] is not None and from_json(after[0]).steps
-    assert [s[0] for s in after[1]] == [s[0] for s in before[1]]  # the statements it runs are unchanged
-    assert [r for _, r in render(from_json(after[0]))] == [s[0] for s in after[1]]
-    assert any(s[2] == "cache" for s in after[1])  # roles restored from the purposes
-    shop.execute("INSERT INTO devices VALUES ('d1', 'phone')")
-    shop.execute("INSERT INTO parts VALUES ('p1', 5)")
-    shop.execute("INSERT INTO devices_parts VALUES ('d1', 'p1')")
-    engine.maintain("v")
-    assert shop.execute("SELECT did, cost, n FROM v").fetchall() == [("d1", 5, 1)]
-
-
 @pytest.mark.parametrize("strategy", ["id", "tuple"])
 def test_steps_are_guarded_by_the_change_kinds_they_read(engine, shop, strategy):
     """program/emptiness.driving_masks: a step that reads its driving i-diff's inserted rows runs only

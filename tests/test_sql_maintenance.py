@@ -306,23 +306,6 @@ def test_pg_cron_schedules_maintenance():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def test_init_compiles_the_functions_for_views_registered_before_them(engine, db):
-    """A catalog at revision 0009 (no SQL-callable maintenance): init installs the functions and
-    compiles each registered view's own."""
-    db.execute(SCHEMA)
-    sql, cols = VIEWS["cost"]
-    engine.register_view("cost", sql, strategy="tuple")
-    vid = db.execute("SELECT id FROM idivm.views WHERE view_name = 'cost'").fetchone()[0]
-    db.execute(f"DROP FUNCTION idivm.maintain_{vid}(text)")
-    db.execute("DROP PROCEDURE idivm.maintain_all(text[])")
-    db.execute("DROP FUNCTION idivm.maintain(text)")
-    db.execute("UPDATE idivm.alembic_version SET version_num = '0009'")
-    db.execute("UPDATE parts SET price = price + 1 WHERE pid < 10")
-    engine.init()
-    assert _maintain_in_sql(db, "cost")[2] > 0
-    assert_equal_multiset(db, "cost", sql, cols)
-
-
 def test_large_and_small_rounds_alternate(engine, db):
     """A round of more than 1,000 effective changes runs the compiled function's statements planned
     for its sizes, a small one the plans kept for the session: alternating them, in one session and

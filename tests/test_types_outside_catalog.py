@@ -74,22 +74,6 @@ def test_alter_table_leaves_views_over_such_columns_fresh(engine, db):
     assert _stale(db)["by_mood"] is not None
 
 
-def test_an_upgraded_catalog_records_search_path_independent_type_names(engine, db):
-    """Catalog revision 0012 rewrites the types recorded before it (`mood`) to the names reflection
-    now gives (`public.mood`), so that the next ALTER TABLE does not make the view stale."""
-    db.execute(SCHEMA)
-    engine.register_view("by_mood", VIEWS["by_mood"][0])
-    db.execute("UPDATE idivm.view_inputs SET columns = CAST(replace(CAST(columns AS text), 'public.mood', 'mood') AS json)")
-    db.execute("UPDATE idivm.alembic_version SET version_num = '0011'")
-    engine.init()
-    assert "public.mood" in db.execute("SELECT CAST(columns AS text) FROM idivm.view_inputs").fetchone()[0]
-    db.execute("ALTER TABLE t ADD COLUMN y int")
-    assert _stale(db) == {"by_mood": None}
-    db.execute("INSERT INTO t VALUES (5, 'sad', 'XY', '{}', 5, 1)")
-    engine.maintain()
-    assert_equal_multiset(db, "by_mood", *VIEWS["by_mood"])
-
-
 def test_immediate_mode_refuses_what_it_would_resolve_differently(engine, db):
     """citext's = and a user's function live outside pg_catalog: immediate mode, whose functions
     run with pg_catalog alone on their search path, compared citext as text (a row "a" missed its

@@ -91,31 +91,3 @@ def test_dropping_the_view_marks_it_stale_and_refresh_brings_it_back(engine, sho
     assert status.state.stale and "its view public.cheap was dropped" in status.stale_reason
     engine.refresh("cheap")
     assert_equal_multiset(db, "cheap", SQL, COLS)
-
-
-def test_init_moves_views_of_the_earlier_layout(engine, shop):
-    """Before catalog revision 0009 a view was a table under its own name, with the ID columns."""
-    db = shop
-    engine.register_view("cheap", SQL, mode="immediate")
-    engine.register_view("per_name", "SELECT name, count(*) AS n FROM cheap GROUP BY name")
-    engine.set_policy("per_name", every=30)
-    # back to the earlier layout for the lower view, as an older idivm left it
-    storage = _storage(db, "cheap")
-    db.execute("ALTER EVENT TRIGGER idivm_on_drop DISABLE")
-    db.execute("ALTER EVENT TRIGGER idivm_on_alter DISABLE")
-    db.execute("DROP VIEW per_name")
-    db.execute("DROP VIEW cheap")
-    db.execute(f"ALTER TABLE {storage} SET SCHEMA public")
-    db.execute(f"ALTER TABLE public.{storage.split('.')[1]} RENAME TO cheap")
-    db.execute("ALTER EVENT TRIGGER idivm_on_drop ENABLE")
-    db.execute("ALTER EVENT TRIGGER idivm_on_alter ENABLE")
-    db.execute("UPDATE idivm.alembic_version SET version_num = '0008'")
-    engine.init()
-    kinds = dict(db.execute("SELECT relname, relkind FROM pg_class WHERE relname IN ('cheap', 'per_name')").fetchall())
-    assert kinds == {"cheap": "v", "per_name": "v"}
-    assert [(s.view, s.mode, s.policy.every, s.state.stale) for s in engine.status()] == [
-        ("public.cheap", "immediate", 60, False), ("public.per_name", "deferred", 30, False)]  # 60: the default
-    db.execute("UPDATE parts SET price = price + 40 WHERE pid < 20")
-    engine.maintain()
-    assert_equal_multiset(db, "cheap", SQL, COLS)
-    assert_equal_multiset(db, "per_name", f"SELECT name, count(*) AS n FROM ({SQL}) q GROUP BY name", ["name", "n"])

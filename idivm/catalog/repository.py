@@ -49,11 +49,6 @@ def view_by_name(conn: Connection, schema: str | None, name: str, columns: str =
                         {"s": schema, "n": name}).first()
 
 
-def views_without_program(conn: Connection) -> list[sa.Row]:
-    """Views registered before catalog revision 0006 (no stored Δ-program) that are not stale."""
-    return conn.execute(sa.text("SELECT * FROM idivm.views WHERE program IS NULL AND stale_reason IS NULL")).all()
-
-
 def insert_view(conn: Connection, schema: str, name: str, definition: str, strategy: str, outputs: list[str],
                 ids: list, plan_text: str) -> int:
     """A new view, consumed up to the registering transaction's snapshot; returns its id."""

@@ -11,7 +11,6 @@ an error naming the view. pg_ivm refuses writes to its views likewise.
 """
 from __future__ import annotations
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..sqltext import ident, qualified, run, string_literal
@@ -41,10 +40,5 @@ def create_facade(conn: Connection, schema: str, view: str, storage: tuple[str, 
 
 
 def drop_facade(conn: Connection, schema: str, view: str) -> None:
-    """Drop the view applications read (a table, for a view registered before catalog revision 0009)."""
-    kind = conn.execute(sa.text("SELECT relkind FROM pg_class WHERE oid = to_regclass(:q)"),
-                        {"q": qualified(schema, view)}).scalar()
-    if kind == "v":
-        run(conn, f"DROP VIEW {qualified(schema, view)}")
-    elif kind in ("r", "p"):
-        run(conn, f"DROP TABLE {qualified(schema, view)}")
+    """Drop the view applications read."""
+    run(conn, f"DROP VIEW IF EXISTS {qualified(schema, view)}")

@@ -119,19 +119,6 @@ def compile_program(conn: Connection, row: sa.Row, minimized: bool = True):
     return build_program(target, row.strategy, minimized=minimized)
 
 
-def compile_missing_programs(conn: Connection) -> None:
-    """Views registered before catalog revision 0006 have no stored Δ-program: compile it from their
-    definitions (their stored statements, which maintenance runs, stay as they are). A view whose
-    definition no longer compiles (stale, a base table gone) keeps none until it is refreshed."""
-    for row in catalog.views_without_program(conn):
-        try:
-            with conn.begin_nested():
-                program = compile_program(conn, row)
-        except (IdivmError, sa.exc.DBAPIError):
-            continue
-        catalog.set_program(conn, row.id, to_json(program))
-
-
 def make_immediate_locked(conn: Connection, schema: str, view: str) -> None:
     row = catalog.view_by_name(conn, schema, view)
     vid = row.id
@@ -181,10 +168,9 @@ def drop_locked(conn: Connection, row: sa.Row, keep_capture: bool = False) -> No
     catalog.delete_view(conn, row.id)
     if row.mode == "immediate":
         sync_immediate(conn)
-    for table in (storage_table(row.id), (row.schema_name, row.view_name)):  # a table of the layout before 0009 too
-        own = catalog.captured_id(conn, *table)  # its table, read by views dropped before it
-        if own is not None and not catalog.is_read(conn, own):
-            drop_capture(conn, own)  # the table is gone: nothing is locked
+    own = catalog.captured_id(conn, *storage_table(row.id))  # its table, read by views dropped before it
+    if own is not None and not catalog.is_read(conn, own):
+        drop_capture(conn, own)  # the table is gone: nothing is locked
     if not keep_capture:
         drop_unread_capture(conn, inputs)
         sync_logging(conn)  # tables now read by immediate views alone stop logging

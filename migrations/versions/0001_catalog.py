@@ -1,9 +1,14 @@
-"""The catalog: views, captured base tables, i-diff schemas and the Δ-script repository.
+"""idivm's catalog: the captured tables, the maintained views with their programs, inputs and
+rendered statements, and the views' operating state (policies, failures, staleness).
+
+One revision until idivm is first released: later changes to the catalog are revisions after it,
+each upgrading the databases of the release before.
 
 Revision ID: 0001
 """
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import postgresql
 
 revision = "0001"
 down_revision = None
@@ -11,6 +16,15 @@ branch_labels = None
 depends_on = None
 
 S = "idivm"
+
+
+class XID8(sa.types.UserDefinedType):
+    """PostgreSQL's 64-bit transaction id (what the logs record), which SQLAlchemy does not name."""
+
+    cache_ok = True
+
+    def get_col_spec(self) -> str:
+        return "xid8"
 
 
 def upgrade() -> None:
@@ -22,7 +36,16 @@ def upgrade() -> None:
         sa.Column("key_columns", sa.JSON, nullable=False),
         sa.Column("log_table", sa.Text, nullable=False),
         sa.Column("capture_function", sa.Text, nullable=False),
+        sa.Column("pruned_below", XID8(),
+                  comment="every log row below this xid was consumed by every view and deleted"),
         sa.UniqueConstraint("schema_name", "table_name"),
+        schema=S,
+    )
+    op.create_table(
+        "captured_partitions",
+        sa.Column("captured_id", sa.Integer, sa.ForeignKey(f"{S}.captured_tables.id", ondelete="CASCADE"),
+                  primary_key=True),
+        sa.Column("relid", postgresql.OID, primary_key=True, comment="a partition (any level) carrying the capture triggers"),
         schema=S,
     )
     op.create_table(
@@ -35,18 +58,33 @@ def upgrade() -> None:
         sa.Column("output_columns", sa.JSON, nullable=False),
         sa.Column("id_columns", sa.JSON, nullable=False),
         sa.Column("plan_text", sa.Text, nullable=False),
+        sa.Column("program", sa.Text, comment="the Δ-program, JSON (set by registration once compiled)"),
         sa.Column("last_snapshot", sa.Text, nullable=False, comment="pg_snapshot consumed up to"),
         sa.Column("registered_at", sa.DateTime(timezone=True), server_default=sa.func.now(), nullable=False),
         sa.Column("last_maintained_at", sa.DateTime(timezone=True)),
         sa.Column("last_duration_ms", sa.Float),
         sa.Column("last_changes", sa.BigInteger),
+        sa.Column("mode", sa.Text, nullable=False, server_default="deferred",
+                  comment="deferred: maintained by `idivm maintain` / the scheduler"),
+        sa.Column("policy_every", sa.Float, comment="seconds between maintenances when changes wait; NULL: default"),
+        sa.Column("policy_max_pending", sa.BigInteger, comment="maintain as soon as this many changes wait; NULL: default"),
+        sa.Column("policy_max_staleness", sa.Float,
+                  comment="maintain before the oldest waiting change is this old; NULL: none"),
+        sa.Column("policy_engine", sa.Text, comment="postgres, spark or auto (NULL: the default engine)"),
+        sa.Column("consecutive_failures", sa.Integer, nullable=False, server_default="0"),
+        sa.Column("last_error", sa.Text, comment="the last failed maintenance's error; NULL after a success"),
+        sa.Column("last_attempt_at", sa.DateTime(timezone=True), comment="the last maintenance attempt, failed or not"),
+        sa.Column("stale_reason", sa.Text, comment="why the view can no longer be maintained; NULL: it can"),
         sa.UniqueConstraint("schema_name", "view_name"),
+        sa.CheckConstraint("policy_engine IN ('postgres', 'spark', 'auto')", name="views_policy_engine"),
         schema=S,
     )
     op.create_table(
         "view_inputs",
         sa.Column("view_id", sa.Integer, sa.ForeignKey(f"{S}.views.id", ondelete="CASCADE"), primary_key=True),
         sa.Column("captured_table_id", sa.Integer, sa.ForeignKey(f"{S}.captured_tables.id"), primary_key=True),
+        sa.Column("columns", sa.JSON,
+                  comment="[[name, type], ...] of the columns the view reads, as when it was registered"),
         schema=S,
     )
     op.create_table(
@@ -68,6 +106,10 @@ def upgrade() -> None:
         sa.Column("phase", sa.Integer, nullable=False),
         sa.Column("purpose", sa.Text, nullable=False),
         sa.Column("sql", sa.Text, nullable=False),
+        sa.Column("driven_by", sa.Integer,
+                  comment="captured table whose empty i-diff makes this statement a no-op; NULL: always run"),
+        sa.Column("role", sa.Text, nullable=False, server_default="view",
+                  comment="view or cache: what the statement maintains"),
         schema=S,
     )
     op.create_table(
@@ -80,5 +122,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    for t in ("derivations", "script_statements", "diff_schemas", "view_inputs", "views", "captured_tables"):
-        op.drop_table(t, schema=S)
+    for table in ("derivations", "script_statements", "diff_schemas", "view_inputs", "views", "captured_partitions",
+                  "captured_tables"):
+        op.drop_table(table, schema=S)

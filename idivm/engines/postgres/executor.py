@@ -10,16 +10,14 @@
 3. Build the effective i-diff instances, run the Δ-script, record the new
    snapshot, commit: on this engine one call of idivm.maintain_locked and the
    view's compiled function (server_maintenance.py); with another engine's
-   script (Spark), or for a view not compiled yet, from here, statement by
-   statement. Any failure rolls all of it back: view and unconsumed log stay
-   exactly as before.
+   script (Spark) from here, statement by statement. Any failure rolls all of
+   it back: view and unconsumed log stay exactly as before.
 4. After commit, log rows every view over the table has consumed are pruned
    (READ COMMITTED, best effort: a failure there loses nothing).
 
-For a compiled view on this engine, 1-4 are one round trip: CALL idivm.maintain_call
-(server_maintenance.py), a procedure that commits between its steps. The two-connection form
-below remains for the Spark engine's script, a caller's before_commit hook (verify), and views
-not compiled yet.
+On this engine, 1-4 are one round trip: CALL idivm.maintain_call (server_maintenance.py), a
+procedure that commits between its steps. The two-connection form below remains for the Spark
+engine's script and a caller's before_commit hook (verify).
 """
 from __future__ import annotations
 
@@ -111,8 +109,8 @@ def maintain_view(engine: Engine, view_id: int, name: str,
     changed, report)` gives the statements to run once the i-diff instances exist (another engine
     computes some of their sources there, in the same transaction)."""
     report = MaintenanceReport(view=name, engine=getattr(script, "engine", "postgres"))
-    if script is stored_script and before_commit is None and _maintain_in_one_call(
-            engine, view_id, report, wait, on_connection, is_failure):
+    if script is stored_script and before_commit is None:
+        _maintain_in_one_call(engine, view_id, report, wait, on_connection, is_failure)
         return report
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as lock_conn:
         lock = "pg_advisory_lock" if wait else "pg_try_advisory_lock"
@@ -148,11 +146,9 @@ def maintain_view(engine: Engine, view_id: int, name: str,
 
 
 def _maintain_in_one_call(engine: Engine, view_id: int, report: MaintenanceReport, wait: bool,
-                          on_connection, is_failure) -> bool:
-    """This engine's maintenance of a compiled view as one round trip: CALL idivm.maintain_call
-    (server_maintenance.py) takes the lock, maintains in its own REPEATABLE READ transaction,
-    prunes and unlocks. False: the view is not compiled (the caller maintains it statement by
-    statement); nothing was done then."""
+                          on_connection, is_failure) -> None:
+    """This engine's maintenance as one round trip: CALL idivm.maintain_call (server_maintenance.py)
+    takes the lock, maintains in its own REPEATABLE READ transaction, prunes and unlocks."""
     started = time.perf_counter()
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         if on_connection is not None:
@@ -177,11 +173,8 @@ def _maintain_in_one_call(engine: Engine, view_id: int, report: MaintenanceRepor
             raise error from None
     if outcome == "busy":
         raise Busy(f"view {report.view} is being maintained by another session")
-    if outcome == "not compiled":
-        return False
     _read_outcome(report, outcome, message, result, schemas, names)
     report.seconds = time.perf_counter() - started
-    return True
 
 
 def _server_error(e: BaseException, shown: str) -> IdivmError | None:
@@ -253,13 +246,11 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
         outcome, message, result, ids, schemas, names = _call(
             conn, f"SELECT m.outcome, m.message, m.figures, {input_arrays('%(v)s')} "
                   "FROM idivm.maintain_locked(%(v)s, true, %(shown)s) AS m", params, report.view)
-        if outcome in ("skipped", "maintained"):
-            _read_outcome(report, outcome, message, result, schemas, names)
-            if before_commit:
-                before_commit(conn)
-            report.seconds = time.perf_counter() - started
-            return list(ids) if outcome == "maintained" else []
-        # "not compiled" (a view registered before idivm compiled them, until `idivm init`): statements below.
+        _read_outcome(report, outcome, message, result, schemas, names)
+        if before_commit:
+            before_commit(conn)
+        report.seconds = time.perf_counter() - started
+        return list(ids) if outcome == "maintained" else []
     outcome, message, last_snapshot, now = _call(
         conn, "SELECT * FROM idivm.begin_maintenance(%(v)s, %(shown)s, true)", params, report.view)
     if outcome == "skipped":

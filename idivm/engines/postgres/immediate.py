@@ -150,12 +150,9 @@ def _truncate_body(info: TableInfo, views: list[str]) -> str:
     return f"BEGIN\n  RAISE EXCEPTION {msg} USING ERRCODE = 'feature_not_supported';\nEND"
 
 
-def scratch_names(program: Program | None, view_id: int) -> list[str]:
+def scratch_names(program: Program) -> list[str]:
     """The scratch relations a view's statements create (session temp tables): every application
-    empties them first (a second one in the same transaction would see the first one's rows). Views whose program could not be
-    compiled (catalog revision 0006's upgrade) use the names the grouped rules have always used."""
-    if program is None:
-        return [f"idivm_{what}_{view_id}" for what in ("affected", "group_deltas")]
+    empties them first (a second one in the same transaction would see the first one's rows)."""
     return [st.name for st in program.steps if isinstance(st, CreateScratch)]
 
 
@@ -167,13 +164,11 @@ def _empties_itself(scratch: str, statements: list[sa.Row]) -> bool:
     return any(st.sql.startswith(SCRATCH_DO) and created in st.sql for st in statements)
 
 
-def statement_masks(program: Program | None, statements: list[sa.Row]) -> list[frozenset[int]] | None:
+def statement_masks(program: Program, statements: list[sa.Row]) -> list[frozenset[int]] | None:
     """Per stored statement, the kind masks of its driving i-diff under which it can change anything
     (program/emptiness.py), from the view's program, whose steps render to the stored statements one
-    for one in execution order; None where they do not match (a view whose program could not be
-    compiled): its statements then run whenever their i-diff has rows."""
-    if program is None:
-        return None
+    for one in execution order; None where they do not match: its statements then run whenever
+    their i-diff has rows."""
     steps = program.ordered()
     if len(steps) != len(statements) or any(st.driven_by != row.driven_by for st, row in zip(steps, statements)):
         return None
@@ -252,12 +247,9 @@ def _apply_body(views: list[sa.Row], inputs: dict[int, TableInfo], reads: dict[i
     apply = []
     for v in views:
         shown = display_name(v.schema_name, v.view_name)
-        if any("ON COMMIT DROP" in st.sql for st in scripts[v.id]):  # stored by an early version: it creates them
-            drop = (f"      DROP TABLE IF EXISTS {', '.join(qualified('pg_temp', n) for n in scratches[v.id])};\n"
-                    if scratches[v.id] else "")
-        else:  # emptied, not dropped: dropping and creating them again cost catalog writes per statement
-            drop = "".join(f"      {_empty_temp(qualified('pg_temp', n))}\n" for n in scratches[v.id]
-                           if not _empties_itself(n, scripts[v.id]))
+        # emptied, not dropped: dropping and creating them again cost catalog writes per statement
+        drop = "".join(f"      {_empty_temp(qualified('pg_temp', n))}\n" for n in scratches[v.id]
+                       if not _empties_itself(n, scripts[v.id]))
         msg_isolation = string_literal(
             f"view {shown} is maintained immediately, which needs writers at READ COMMITTED; this transaction "
             "runs at %; switch the view to deferred (idivm set-mode "
@@ -346,9 +338,8 @@ def sync(conn: Connection, readers_first: list[int]) -> None:
             read.setdefault(t.id, set()).update(t.read_columns)
             readers.setdefault(t.id, []).append(display_name(v.schema_name, v.view_name))
         scripts[v.id] = catalog.statements(conn, v.id)
-        stored = catalog.program_of(conn, v.id)
-        program = from_json(stored) if stored is not None else None
-        scratches[v.id] = scratch_names(program, v.id)
+        program = from_json(catalog.program_of(conn, v.id))
+        scratches[v.id] = scratch_names(program)
         masks[v.id] = statement_masks(program, scripts[v.id])
     for cid, info in inputs.items():  # instances of the columns the views read: a column none of them reads
         inputs[cid] = info.reading(read[cid])  # may be dropped or renamed without breaking the writers' triggers

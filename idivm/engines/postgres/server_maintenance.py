@@ -197,15 +197,14 @@ END
 def install_view_function(conn: Connection, view_id: int,
                           rendered: list[tuple[Step, str]] | None = None) -> None:
     """(Re)create idivm.maintain_<id> from the view's Δ-program and inputs (at registration, rebuild
-    and upgrade). A view whose base table is gone, or that has no compiled program, gets none: it
-    is stale until refreshed, and the Python executor runs its stored statements. `rendered`: the
+    and upgrade). A view whose base table is gone gets none: it is stale until refreshed. `rendered`: the
     program registration just built, rendered with the view's own Δ tables (view_delta; reading
     the stored program back from its JSON and rendering it again cost half a registration)."""
     row = catalog.view_by_id(conn, view_id)
     program = catalog.program_of(conn, view_id) if rendered is None else None
     inputs = []
     for t in catalog.view_inputs(conn, view_id, reflect=True):
-        if not t.columns or (rendered is None and program is None):
+        if not t.columns:
             drop_view_function(conn, view_id)
             return
         inputs.append((t.id, t.log_table, table_info(t.schema_name, t.table_name, t.columns).reading(t.read_columns)))
@@ -223,7 +222,7 @@ def drop_view_function(conn: Connection, view_id: int) -> None:
 
 
 def install_all_view_functions(conn: Connection) -> None:
-    """Per-view functions for every registered view (views registered before this idivm)."""
+    """Every registered view's function, as this idivm compiles it (an upgrade of idivm)."""
     for vid in catalog.view_ids(conn):
         install_view_function(conn, vid)
 
@@ -321,9 +320,8 @@ BEGIN
     RETURN;
   END IF;
   IF to_regprocedure(format('idivm.%I(text)', 'maintain_' || view_id)) IS NULL THEN
-    outcome := 'not compiled';
-    message := format('view %s has no server-side maintenance function; run `idivm init` to compile it', shown);
-    RETURN;
+    RAISE EXCEPTION 'view % has no maintenance function; run `idivm refresh %` to rebuild it', shown, shown
+      USING ERRCODE = 'object_not_in_prerequisite_state';
   END IF;
   EXECUTE format('SELECT idivm.%I($1)', 'maintain_' || view_id) INTO figures USING b.last_snapshot;
   PERFORM set_config('random_page_cost', page_cost, true);
@@ -383,9 +381,6 @@ BEGIN
   END IF;
   PERFORM pg_advisory_xact_lock({LOCK_CLASS}, CAST(view_id AS int));  -- the CLI's and the scheduler's lock
   SELECT * INTO m FROM idivm.maintain_locked(view_id, transaction_owned, r.view_name);
-  IF m.outcome = 'not compiled' THEN
-    RAISE EXCEPTION '%', m.message USING ERRCODE = 'object_not_in_prerequisite_state';
-  END IF;
   IF m.outcome = 'restart' AND NOT transaction_owned THEN  -- the caller's snapshot cannot be taken again
     RAISE EXCEPTION 'cannot maintain % in this transaction: %; maintain it in a new transaction', r.view_name, m.message
       USING ERRCODE = 'serialization_failure';

@@ -88,9 +88,6 @@ def spark_script(settings: SparkSettings):
     offloaded queries' rows on Spark (engines/spark/offload.py)."""
     def script(conn: Connection, view_id: int, changed: dict[int, int], report: MaintenanceReport) -> list[Statement]:
         text = catalog.program_of(conn, view_id)
-        if text is None:
-            raise IdivmError(f"view {report.view} was registered before idivm stored Δ-programs; run "
-                             f"`idivm refresh {report.view}` once to maintain it on Spark")
         program = from_json(text)
         steps = program.ordered()
         every = offloads(program)
