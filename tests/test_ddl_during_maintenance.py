@@ -133,3 +133,27 @@ def test_a_fill_that_waited_for_the_ddl_reads_what_it_committed(fresh_db, engine
     tables.execute("UPDATE r SET c = c + 1 WHERE a < 4")
     engine.maintain("v")
     assert_equal_multiset(tables, "v", SQL, COLUMNS)
+
+
+@pytest.mark.parametrize("ddl", sorted(DDL))
+def test_registration_in_a_callers_older_snapshot_refuses(fresh_db, engine, tables, ddl):
+    """op.register_view runs in the caller's transaction (operate/declare.py): at REPEATABLE READ its
+    snapshot may predate a DDL that committed before the registration locked the tables, and the
+    fill would read the table as empty. It refuses in one line; nothing is created."""
+    import sqlalchemy as sa
+
+    from idivm.errors import IdivmError
+    from idivm.operate.declare import register_in
+
+    with engine.sa.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
+        with conn.begin():
+            conn.execute(sa.text("SELECT count(*) FROM s"))  # the snapshot
+            with psycopg.connect(fresh_db) as writer:
+                for statement in DDL[ddl]:
+                    writer.execute(statement)
+            with pytest.raises(IdivmError, match="public.r was truncated or rewritten after its snapshot") as e:
+                register_in(conn, "v", SQL)
+            assert "\n" not in str(e.value)
+    assert engine.list() == []
+    engine.register_view("v", SQL)  # in a transaction of its own, it reads what the DDL committed
+    assert_equal_multiset(tables, "v", SQL, COLUMNS)

@@ -96,7 +96,13 @@ def _lock(conn: Connection, tables: set[tuple[str, str]]) -> None:
     changes are logged (see the module's docstring)."""
     if not tables:
         return
-    run(conn, f"LOCK TABLE {', '.join(qualified(s, t) for s, t in sorted(tables))} IN SHARE ROW EXCLUSIVE MODE")
+    names = [qualified(s, t) for s, t in sorted(tables)]
+    run(conn, f"LOCK TABLE {', '.join(names)} IN SHARE ROW EXCLUSIVE MODE")
+    moved = conn.execute(sa.text("SELECT idivm.rewritten_since_snapshot(CAST(:t AS regclass[]))"),
+                         {"t": names}).scalar()
+    if moved is not None:  # a REPEATABLE READ migration whose snapshot predates a TRUNCATE: it would fill from nothing
+        raise IdivmError(f"cannot register the view in this transaction: {moved} was truncated or rewritten after "
+                         "its snapshot; run the migration again")
     for schema, table in sorted(tables):
         cid = catalog.captured_id(conn, schema, table)
         if cid is None or conn.execute(sa.text("SELECT to_regclass(:q) IS NULL"), {"q": log_table(cid)}).scalar():

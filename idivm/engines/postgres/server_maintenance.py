@@ -248,7 +248,7 @@ CREATE OR REPLACE FUNCTION idivm.begin_maintenance(view_id bigint, shown text, t
 LANGUAGE plpgsql SET client_min_messages = warning AS $body$
 DECLARE
   v record;
-  held text;
+  held regclass[];
   moved text;
 BEGIN
   BEGIN
@@ -274,19 +274,12 @@ BEGIN
                   shown, v.stale_reason, shown) END
       USING ERRCODE = 'object_not_in_prerequisite_state';
   END IF;
-  SELECT string_agg(format('%I.%I', c.schema_name, c.table_name), ', ' ORDER BY c.id) INTO held
+  SELECT array_agg(CAST(format('%I.%I', c.schema_name, c.table_name) AS regclass) ORDER BY c.id) INTO held
   FROM idivm.view_inputs AS vi JOIN idivm.captured_tables AS c ON c.id = vi.captured_table_id
   WHERE vi.view_id = begin_maintenance.view_id;
   IF held IS NOT NULL THEN
-    EXECUTE 'LOCK TABLE ' || held || ' IN ACCESS SHARE MODE';
-    SELECT format('%I.%I', n.nspname, k.relname) INTO moved
-    FROM idivm.view_inputs AS vi JOIN idivm.captured_tables AS c ON c.id = vi.captured_table_id
-    CROSS JOIN LATERAL CAST(format('%I.%I', c.schema_name, c.table_name) AS regclass) AS t(oid)
-    CROSS JOIN LATERAL (SELECT t.oid UNION SELECT p.relid FROM pg_partition_tree(t.oid) AS p WHERE p.isleaf) AS s(oid)
-    JOIN pg_class AS k ON k.oid = s.oid JOIN pg_namespace AS n ON n.oid = k.relnamespace
-    WHERE vi.view_id = begin_maintenance.view_id AND k.relkind IN ('r', 'm')
-      AND k.relfilenode IS DISTINCT FROM pg_relation_filenode(s.oid)
-    LIMIT 1;
+    EXECUTE 'LOCK TABLE ' || array_to_string(held, ', ') || ' IN ACCESS SHARE MODE';
+    moved := idivm.rewritten_since_snapshot(held);
     IF moved IS NOT NULL THEN
       outcome := 'restart';
       message := format('%s was truncated or rewritten after this transaction took its snapshot', moved);
@@ -301,6 +294,23 @@ BEGIN
   last_snapshot := v.last_snapshot;
   now := CAST(pg_current_snapshot() AS text);
 END
+$body$
+"""
+
+# Which of these tables (or of their leaf partitions), locked by the caller, lives in another file
+# than the one this transaction's snapshot knows: one a TRUNCATE or a table-rewriting ALTER TABLE
+# committed after the snapshot, which the snapshot would read as empty. pg_class read by a query is
+# read in the snapshot; pg_relation_filenode looks the table up as it is now (the lock made the
+# session see the DDL). NULL: none.
+_REWRITTEN = """
+CREATE OR REPLACE FUNCTION idivm.rewritten_since_snapshot(tables regclass[]) RETURNS text
+LANGUAGE sql STABLE AS $body$
+  SELECT format('%I.%I', n.nspname, k.relname)
+  FROM unnest(tables) AS t(oid)
+  CROSS JOIN LATERAL (SELECT t.oid UNION SELECT p.relid FROM pg_partition_tree(t.oid) AS p WHERE p.isleaf) AS s(oid)
+  JOIN pg_class AS k ON k.oid = s.oid JOIN pg_namespace AS n ON n.oid = k.relnamespace
+  WHERE k.relkind IN ('r', 'm') AND k.relfilenode IS DISTINCT FROM pg_relation_filenode(s.oid)
+  LIMIT 1
 $body$
 """
 
@@ -575,9 +585,9 @@ def install_functions(conn: Connection) -> None:
     if conn.execute(sa.text("SELECT to_regtype('idivm.maintenance_report')")).scalar() is None:
         run(conn, f"CREATE TYPE {REPORT_TYPE} AS (view_name text, outcome text, changes bigint, statements bigint, "
                   "view_rows bigint, ms double precision, message text)")
-    for text in (_RESOLVE, _BEGIN_MAINTENANCE, _MAINTAIN_LOCKED, _MAINTAIN_VIEW, _MAINTAIN, _PRUNE, _MAINTAIN_ALL, _MAINTAIN_CALL):
+    for text in (_RESOLVE, _REWRITTEN, _BEGIN_MAINTENANCE, _MAINTAIN_LOCKED, _MAINTAIN_VIEW, _MAINTAIN, _PRUNE, _MAINTAIN_ALL, _MAINTAIN_CALL):
         run(conn, text)
-    for signature in ("begin_maintenance(bigint, text, boolean)", "maintain_locked(bigint, boolean, text)", "maintain_view(bigint, boolean)", "maintain(text)",
+    for signature in ("rewritten_since_snapshot(regclass[])", "begin_maintenance(bigint, text, boolean)", "maintain_locked(bigint, boolean, text)", "maintain_view(bigint, boolean)", "maintain(text)",
                       "view_id(text)", "prune_logs(bigint[])"):
         run(conn, f"REVOKE ALL ON FUNCTION idivm.{signature} FROM PUBLIC")
     run(conn, "REVOKE ALL ON PROCEDURE idivm.maintain_all(text[]) FROM PUBLIC")
