@@ -260,11 +260,13 @@ def readers_of(conn: Connection, view_id: int) -> list[str]:
 # -- compiled artefacts: i-diff schemas, derivations, rendered statements ---------------------
 
 
-def insert_diff_schema(conn: Connection, view_id: int, position: int, scan: str, captured_id: int, kind: str,
-                       attrs, conditional: bool, label: str) -> None:
-    conn.execute(sa.text("INSERT INTO idivm.diff_schemas VALUES (:v, :p, :a, :c, :k, CAST(:at AS json), :cond, :l)"),
-                 {"v": view_id, "p": position, "a": scan, "c": captured_id, "k": kind, "at": json.dumps(list(attrs)),
-                  "cond": conditional, "l": label})
+def insert_diff_schemas(conn: Connection, view_id: int, schemas: list[tuple]) -> None:
+    """The view's i-diff schemas, each (scan, captured id, kind, attributes, conditional, label), in order."""
+    if schemas:
+        conn.execute(sa.text("INSERT INTO idivm.diff_schemas VALUES (:v, :p, :a, :c, :k, CAST(:at AS json), :cond, :l)"),
+                     [{"v": view_id, "p": pos, "a": scan, "c": cid, "k": kind, "at": json.dumps(list(attrs)),
+                       "cond": conditional, "l": label}
+                      for pos, (scan, cid, kind, attrs, conditional, label) in enumerate(schemas)])
 
 
 def diff_schema_labels(conn: Connection, view_id: int) -> list[str]:
@@ -272,8 +274,10 @@ def diff_schema_labels(conn: Connection, view_id: int) -> list[str]:
                         {"v": view_id}).scalars().all()
 
 
-def insert_derivation(conn: Connection, view_id: int, position: int, text: str) -> None:
-    conn.execute(sa.text("INSERT INTO idivm.derivations VALUES (:v, :p, :t)"), {"v": view_id, "p": position, "t": text})
+def insert_derivations(conn: Connection, view_id: int, texts: list[str]) -> None:
+    if texts:
+        conn.execute(sa.text("INSERT INTO idivm.derivations VALUES (:v, :p, :t)"),
+                     [{"v": view_id, "p": pos, "t": text} for pos, text in enumerate(texts)])
 
 
 def derivations(conn: Connection, view_id: int) -> list[str]:
@@ -281,11 +285,13 @@ def derivations(conn: Connection, view_id: int) -> list[str]:
                         {"v": view_id}).scalars().all()
 
 
-def insert_statement(conn: Connection, view_id: int, position: int, phase: int, purpose: str, sql: str,
-                     driven_by: int | None, role: str) -> None:
-    conn.execute(sa.text("INSERT INTO idivm.script_statements (view_id, position, phase, purpose, sql, driven_by, role) "
-                         "VALUES (:v, :p, :ph, :pu, :sql, :dr, :r)"),
-                 {"v": view_id, "p": position, "ph": phase, "pu": purpose, "sql": sql, "dr": driven_by, "r": role})
+def insert_statements(conn: Connection, view_id: int, statements: list[tuple]) -> None:
+    """The view's rendered statements, each (phase, purpose, sql, driven_by, role), in execution order."""
+    if statements:
+        conn.execute(sa.text("INSERT INTO idivm.script_statements (view_id, position, phase, purpose, sql, driven_by, "
+                             "role) VALUES (:v, :p, :ph, :pu, :sql, :dr, :r)"),
+                     [{"v": view_id, "p": pos, "ph": phase, "pu": purpose, "sql": sql, "dr": driven_by, "r": role}
+                      for pos, (phase, purpose, sql, driven_by, role) in enumerate(statements)])
 
 
 def statements(conn: Connection, view_id: int) -> list[sa.Row]:

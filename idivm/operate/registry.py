@@ -84,15 +84,13 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
         catalog.insert_input(conn, view_id, cid, info.columns)  # a schema change of these makes the view stale
     reinstall_functions(conn, notify_threshold, sorted(set(captured.values())))  # notify thresholds now count this view
     sync_logging(conn)  # this (deferred) view reads them: tables read by immediate views alone log again
-    for pos, ds in enumerate([] if isinstance(target, HigherOrderTarget) else diff_schemas_of(plan)):
-        catalog.insert_diff_schema(conn, view_id, pos, ds.scan, captured[(ds.table.schema, ds.table.name)], ds.kind,
-                                   ds.attrs, ds.conditional, ds.label())
+    catalog.insert_diff_schemas(conn, view_id, [
+        (ds.scan, captured[(ds.table.schema, ds.table.name)], ds.kind, ds.attrs, ds.conditional, ds.label())
+        for ds in ([] if isinstance(target, HigherOrderTarget) else diff_schemas_of(plan))])
     shared, own = render_namings(program, delta_table_name, lambda cid: view_delta(view_id, cid))
-    for pos, (st, text) in enumerate(shared):
-        catalog.insert_statement(conn, view_id, pos, st.phase, st.purpose, text, st.driven_by, st.role)
+    catalog.insert_statements(conn, view_id, [(st.phase, st.purpose, text, st.driven_by, st.role) for st, text in shared])
     install_view_function(conn, view_id, own)  # SELECT idivm.maintain(...) runs the same statements server-side
-    for pos, text in enumerate(program.derivations):
-        catalog.insert_derivation(conn, view_id, pos, text)
+    catalog.insert_derivations(conn, view_id, program.derivations)
     create_tables(conn, target, fill)
     create_facade(conn, schema, view, storage_table(view_id), [n for n, _ in plan.outputs],
                   f"maintained by idivm ({strategy}): {sql}")
