@@ -179,7 +179,7 @@ class Engine:
         tables = {(t.schema, t.name): t for t in base_tables(compiled.plan)}
         try:
             with self._writers_blocked(set(tables)) as conn:  # nothing slips between the fill and the first log row
-                register_locked(conn, schema, view, sql, strategy, minimized, fill)
+                register_locked(conn, schema, view, sql, strategy, minimized, fill, compiled)
                 if mode == "immediate":
                     make_immediate_locked(conn, schema, view)
         except psycopg.Error as e:

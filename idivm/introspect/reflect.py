@@ -68,6 +68,25 @@ def reflect_table(conn: Connection, schema: str | None, name: str, only: bool = 
     return table_info(schema, name, rows, shown)
 
 
+def still_as_reflected(conn: Connection, tables) -> bool:
+    """Whether these tables (TableInfo, as reflect_table gave them) still have the same columns,
+    types, key and NOT NULLs, read in one query: what registration compiled before it held the
+    tables against DDL is then what it would compile now."""
+    distinct = {(t.schema, t.name): t for t in tables}
+    if not distinct:
+        return True
+    where = columns_json("to_regclass(quote_ident(u.s) || '.' || quote_ident(u.n))")
+    rows = conn.execute(sa.text(f"SELECT u.s, u.n, {where} FROM unnest(CAST(:s AS text[]), CAST(:n AS text[])) AS u(s, n)"),
+                        {"s": [s for s, _ in distinct], "n": [n for _, n in distinct]}).all()
+    for schema, name, columns in rows:
+        try:
+            if table_info(schema, name, columns) != distinct[(schema, name)]:
+                return False
+        except (UnknownObject, UnsupportedQuery):
+            return False
+    return True
+
+
 def _storage_behind(conn: Connection, schema: str, name: str) -> tuple[str, str, str] | None:
     """The storage table of a maintained view read by another (views over views): the relation its
     facade (operate/facade.py) selects from, when that is one of idivm's storage tables. The view

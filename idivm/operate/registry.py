@@ -16,9 +16,9 @@ from ..engines.postgres.materialize import Fill, create_as, create_tables
 from ..engines.postgres.render import delta_table_name, render_namings, sql as pg_sql
 from ..engines.postgres.server_maintenance import drop_view_function, install_view_function, view_delta
 from ..errors import IdivmError, UnknownObject
-from ..frontend.build_plan import compile_view_sql, parse_one
+from ..frontend.build_plan import CompiledView, compile_view_sql, parse_one
 from ..introspect.provider import PostgresSchema
-from ..introspect.reflect import own_equality_columns
+from ..introspect.reflect import own_equality_columns, still_as_reflected
 from ..program.serialize import targets, to_json
 from ..program.steps import written_tables
 from ..names import display_name, storage_table
@@ -35,13 +35,15 @@ MODES = ("deferred", "immediate")
 
 
 def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy: str, minimized: bool,
-                    fill: Fill = create_as) -> None:
+                    fill: Fill = create_as, compiled: CompiledView | None = None) -> None:
     """Compile the view, store its program and rendered statements, install capture on its base
     tables and create and fill its table, in the caller's transaction (whose snapshot must be taken
     after writers to the base tables are blocked, so the fill and the first logged change meet).
     `fill` creates each table from its query (engines/postgres/materialize.py: PostgreSQL's own
-    CREATE TABLE AS, or the Spark engine's)."""
-    compiled = compile_view_sql(PostgresSchema(conn), sql)
+    CREATE TABLE AS, or the Spark engine's). `compiled`: the view as compiled before the tables were
+    held, used if they are still as it read them (else compiled again)."""
+    if compiled is None or not still_as_reflected(conn, compiled.tables.values()):
+        compiled = compile_view_sql(PostgresSchema(conn), sql)
     shown = f"{schema}.{view}"
     if conn.execute(sa.text("SELECT to_regclass(:q) IS NOT NULL"), {"q": qualified(schema, view)}).scalar():
         if catalog.view_by_name(conn, schema, view):
