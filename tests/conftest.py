@@ -107,9 +107,51 @@ def module_db(server_dsn):
         c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+DIFFERENTIAL_STATS: dict = {}  # what the differential test's families added up to (test_differential_spj.py)
+
+
+def _add(total: dict, more: dict) -> None:
+    for k, v in more.items():
+        if isinstance(v, dict):
+            _add(total.setdefault(k, {}), v)
+        else:
+            total[k] = total.get(k, 0) + v
+
+
+def pytest_runtest_logreport(report):
+    """Add up the differential test's statistics, which each family records as a property of its
+    report (reports reach this, the controlling process, under pytest-xdist too)."""
+    if report.when == "teardown":
+        for name, value in getattr(report, "user_properties", ()):
+            if name == "differential_stats":
+                _add(DIFFERENTIAL_STATS, value)
+
+
+def spark_sample_problem(stats: dict) -> str | None:
+    """The differential test's Spark sample must have computed diffs on Spark, for each strategy's
+    programs: an engine that quietly left every step to PostgreSQL would pass every comparison."""
+    spark = stats.get("spark", {})
+    if spark.get("rounds", 0) >= 10 and not spark.get("offloaded"):
+        return f"the differential test's Spark sample offloaded nothing in {spark['rounds']} rounds"
+    for strategy, per in spark.get("by_strategy", {}).items():
+        if per.get("rounds", 0) >= 10 and not per.get("offloaded"):
+            return f"the differential test's Spark sample offloaded nothing of {strategy} in {per['rounds']} rounds"
+    return None
+
+
+def pytest_sessionfinish(session, exitstatus):
+    problem = spark_sample_problem(DIFFERENTIAL_STATS)
+    if problem and not hasattr(session.config, "workerinput"):  # the controlling process, or no xdist
+        session.config._idivm_problem = problem
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_terminal_summary(terminalreporter):
-    stats = getattr(pytest, "differential_stats", None)
+    stats = DIFFERENTIAL_STATS
     if stats:
         terminalreporter.write_line(
             "differential test (random views per construct family, maintenance rounds): "
             + ", ".join(f"{k}={v}" for k, v in stats.items()))
+    problem = getattr(terminalreporter.config, "_idivm_problem", None)
+    if problem:
+        terminalreporter.write_line(f"FAILED: {problem}", red=True)

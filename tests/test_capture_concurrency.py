@@ -306,7 +306,8 @@ def test_registration_waits_out_a_writer_that_deadlocks_with_it(fresh_db, engine
     t = threading.Thread(target=register)
     t.start()
     deadline = time.monotonic() + 30
-    while not db.execute("SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'b'::regclass").fetchone()[0]:
+    while not db.execute("SELECT count(*) FROM pg_locks WHERE NOT granted AND relation = 'b'::regclass "
+                         "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())").fetchone()[0]:
         assert time.monotonic() < deadline, "the registration never waited for b"
         time.sleep(0.05)  # it holds a and waits for b
     writer.execute("INSERT INTO a VALUES (1, 1)")  # waits for a: a deadlock, broken after deadlock_timeout

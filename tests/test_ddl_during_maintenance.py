@@ -53,8 +53,9 @@ def _during_ddl(db, dsn: str, ddl: str, action) -> list[BaseException]:
     thread.start()
     deadline = time.monotonic() + 60
     try:
-        while not db.execute("SELECT count(*) FROM pg_locks WHERE relation = 'r'::regclass AND NOT granted "
-                             "AND pid <> %s", (holder,)).fetchone()[0]:
+        while not db.execute("SELECT count(*) FROM pg_locks WHERE relation = 'r'::regclass AND NOT granted AND pid <> %s "
+                             "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                             (holder,)).fetchone()[0]:
             assert thread.is_alive() and time.monotonic() < deadline, f"the action never waited for r: {raised}"
             time.sleep(0.02)
         writer.commit()
