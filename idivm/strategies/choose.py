@@ -11,7 +11,7 @@ from what scripts/bench_higher_order.py measured (docs/benchmarks.md, "higher-or
 - a view the higher-order strategy refuses goes to id.
 
 Where the first choice refuses the view, auto takes the next strategy that maintains it
-(`candidates`: the heuristic's choice, then the others), so that auto maintains every view some
+(`resolve_auto`: the heuristic's choice, then the others), so that auto maintains every view some
 strategy maintains, and refuses only with each strategy's reason. The choice and its reason are
 stored with the view's program; `idivm explain` prints them.
 """

@@ -216,23 +216,20 @@ class Restart(IdivmError):
     snapshot (idivm.begin_maintenance, server_maintenance.py): nothing was done; begin again."""
 
 
-def _begun(conn: Connection, row, shown: str):
-    """The outcome of maintain_locked or begin_maintenance (`row`'s first two items) as this
-    executor acts on it: Restart raised, the stale view's error raised, or the row."""
-    if row[0] == "restart":
-        raise Restart(f"view {shown}: {row[1]}")
-    return row
-
-
 def _call(conn: Connection, sql: str, params: dict, shown: str):
-    """One server-side maintenance function's row, its errors as idivm's (Stale, a dropped view)."""
+    """The row of a server-side maintenance function whose first two items are its outcome and
+    message (maintain_locked, begin_maintenance): Restart raised for 'restart', its errors raised
+    as idivm's (Stale, a dropped view)."""
     try:
-        return _begun(conn, run(conn, sql, params).fetchone(), shown)  # psycopg's errors, as batches raise
+        row = run(conn, sql, params).fetchone()  # psycopg's errors, as batches raise
     except psycopg.Error as e:
         error = _server_error(e, shown)
         if error is None:
             raise
         raise error from None
+    if row[0] == "restart":
+        raise Restart(f"view {shown}: {row[1]}")
+    return row
 
 
 def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, before_commit,

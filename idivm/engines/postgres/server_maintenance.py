@@ -286,8 +286,13 @@ BEGIN
       RETURN;
     END IF;
   END IF;
+  -- Δ-script statements are driven by small i-diffs, whose index lookups the default random_page_cost
+  -- (4, for spinning disks) often loses to a scan of a whole cache or view: lowered, never raised
   PERFORM set_config('random_page_cost', CAST(least(CAST(current_setting('random_page_cost') AS float8), 1.1) AS text), true);
-  IF transaction_owned THEN  -- idivm's own transaction: its commit need not wait for the WAL flush
+  -- idivm's own transaction: its commit need not wait for the WAL flush. A crash can lose only a
+  -- whole recent maintenance, and with it its recorded snapshot: the next one consumes the same
+  -- log rows, which the application's own (synchronous) transactions wrote
+  IF transaction_owned THEN
     PERFORM set_config('synchronous_commit', 'off', true);
   END IF;
   outcome := 'ready';
