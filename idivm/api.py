@@ -18,11 +18,11 @@ from .algebra.plan import base_tables
 from .strategies.targets import STRATEGIES
 from .introspect.provider import PostgresSchema
 from .dsn import resolve_dsn, sqlalchemy_url
-from .errors import DatabaseUnavailable, IdivmError, UnknownObject, first_line
+from .errors import DatabaseUnavailable, IdivmError, Stale, UnknownObject, first_line
 from .frontend.build_plan import compile_view_sql, parse_one
 from .engines import AUTO, ENGINES
 from .engines.postgres.materialize import create_as
-from .engines.postgres.executor import LOCK_CLASS, MaintenanceReport, Stale, maintain_view, run_maintenance, stored_script
+from .engines.postgres.executor import LOCK_CLASS, MaintenanceReport, maintain_view, run_maintenance, stored_script
 from .operate.engine_choice import EngineChoice, choice_for
 from .operate.dependencies import dependency_order, dependents, edges
 from .operate.explain import explain_unminimized, explain_view

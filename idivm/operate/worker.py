@@ -34,8 +34,8 @@ import psycopg
 import sqlalchemy as sa
 
 from ..capture.triggers import NOTIFY_CHANNEL
-from ..errors import EXIT_STALE, DatabaseUnavailable, first_line
-from ..engines.postgres.executor import Busy, maintain_view
+from ..errors import EXIT_STALE, Busy, DatabaseUnavailable, first_line
+from ..engines.postgres.executor import maintain_view
 from ..sqltext import ident
 from .dependencies import dependency_order, edges
 from .policy import DEFAULT, Policy

@@ -30,7 +30,7 @@ import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from ...errors import IdivmError, first_line
+from ...errors import SQLSTATE_STALE, Busy, IdivmError, Restart, Stale, first_line
 from ...catalog import repository as catalog
 from ...introspect.reflect import table_info
 from ...names import counted, display_name
@@ -39,7 +39,7 @@ from .instances import build_instances, forget_instances
 from .maintenance_lock import LOCK_CLASS
 from .server_maintenance import ATTEMPTS, RESULT, input_arrays
 
-__all__ = ["LOCK_CLASS", "MaintenanceReport", "Busy", "Restart", "Stale", "maintain_view", "run_maintenance", "stored_script"]
+__all__ = ["LOCK_CLASS", "MaintenanceReport", "maintain_view", "run_maintenance", "stored_script"]
 
 
 @dataclass
@@ -71,15 +71,6 @@ class MaintenanceReport:
         why = f"; {self.chosen}" if self.chosen else ""
         return (f"{self.view}: {counted(self.changes, 'effective change')}, {counted(self.statements, 'statement')}, "
                 f"{counted(self.rows_affected, 'view row')} touched in {self.seconds * 1000:.1f} ms{on}{why}")
-
-
-class Busy(IdivmError):
-    """Another session is maintaining this view right now (maintain_view with wait=False)."""
-
-
-class Stale(IdivmError):
-    """The view's base tables changed shape (capture/schema_changes.py): its Δ-script no longer
-    applies; `idivm refresh` rebuilds it."""
 
 
 @dataclass
@@ -179,7 +170,7 @@ def _maintain_in_one_call(engine: Engine, view_id: int, report: MaintenanceRepor
 
 def _server_error(e: BaseException, shown: str) -> IdivmError | None:
     """The idivm error a failure of the server-side maintenance stands for (None: report it as it is)."""
-    if isinstance(e, psycopg.errors.ObjectNotInPrerequisiteState) and f"view {shown} is stale (" in str(e):
+    if isinstance(e, psycopg.Error) and e.sqlstate == SQLSTATE_STALE:
         return Stale(first_line(e))
     if isinstance(e, psycopg.errors.UndefinedObject):
         return IdivmError(first_line(e))
@@ -209,11 +200,6 @@ def _record_failure(conn: Connection, view_id: int, error: BaseException) -> Non
         catalog.record_failure(conn, view_id, first_line(error) or type(error).__name__)
     except Exception:
         pass
-
-
-class Restart(IdivmError):
-    """A table the maintenance reads was truncated or rewritten after its transaction took its
-    snapshot (idivm.begin_maintenance, server_maintenance.py): nothing was done; begin again."""
 
 
 def _call(conn: Connection, sql: str, params: dict, shown: str):

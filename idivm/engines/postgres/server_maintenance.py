@@ -55,6 +55,7 @@ from ...names import display_name
 from ...program.emptiness import driving_masks
 from ...program.serialize import from_json
 from ...program.steps import CACHE_ROLE, VIEW_ROLE, Step
+from ...errors import SQLSTATE_NOT_COMPILED, SQLSTATE_STALE
 from ...sqltext import qualified, run, string_literal
 from .maintenance_lock import LOCK_CLASS
 from .immediate import SMALL_CHANGES
@@ -242,7 +243,7 @@ ATTEMPTS = 10
 # maintenance; one that already slipped in shows as a table (or a leaf partition) whose storage, as
 # the catalog now says (pg_relation_filenode), is not the one this snapshot's pg_class row names.
 # Then the outcome is 'restart': whoever owns the transaction takes a new snapshot.
-_BEGIN_MAINTENANCE = """
+_BEGIN_MAINTENANCE = f"""
 CREATE OR REPLACE FUNCTION idivm.begin_maintenance(view_id bigint, shown text, transaction_owned boolean,
   OUT outcome text, OUT message text, OUT last_snapshot text, OUT now text)
 LANGUAGE plpgsql SET client_min_messages = warning AS $body$
@@ -272,7 +273,7 @@ BEGIN
                   shown, v.stale_reason, shown, shown)
       ELSE format('view %s is stale (%s); run `idivm refresh %s` to rebuild it from its definition',
                   shown, v.stale_reason, shown) END
-      USING ERRCODE = 'object_not_in_prerequisite_state';
+      USING ERRCODE = '{SQLSTATE_STALE}';
   END IF;
   SELECT array_agg(CAST(format('%I.%I', c.schema_name, c.table_name) AS regclass) ORDER BY c.id) INTO held
   FROM idivm.view_inputs AS vi JOIN idivm.captured_tables AS c ON c.id = vi.captured_table_id
@@ -319,7 +320,7 @@ LANGUAGE sql STABLE AS $body$
 $body$
 """
 
-_MAINTAIN_LOCKED = """
+_MAINTAIN_LOCKED = f"""
 CREATE OR REPLACE FUNCTION idivm.maintain_locked(view_id bigint, transaction_owned boolean, shown text,
   OUT outcome text, OUT message text, OUT figures float8[], OUT ms float8)
 LANGUAGE plpgsql SET client_min_messages = warning AS $body$
@@ -336,7 +337,7 @@ BEGIN
   END IF;
   IF to_regprocedure(format('idivm.%I(text)', 'maintain_' || view_id)) IS NULL THEN
     RAISE EXCEPTION 'view % has no maintenance function; run `idivm refresh %` to rebuild it', shown, shown
-      USING ERRCODE = 'object_not_in_prerequisite_state';
+      USING ERRCODE = '{SQLSTATE_NOT_COMPILED}';
   END IF;
   EXECUTE format('SELECT idivm.%I($1)', 'maintain_' || view_id) INTO figures USING b.last_snapshot;
   PERFORM set_config('random_page_cost', page_cost, true);
@@ -488,6 +489,7 @@ DECLARE
   shown text;
   inputs bigint[];
   attempt int;
+  stale boolean;
 BEGIN
   IF views IS NULL THEN
     SELECT array_agg(x.id ORDER BY x.id) INTO ids FROM idivm.views AS x;
@@ -510,17 +512,21 @@ BEGIN
     SELECT format('%I.%I', x.schema_name, x.view_name) INTO shown FROM idivm.views AS x WHERE x.id = vid;
     CONTINUE WHEN shown IS NULL;  -- dropped meanwhile
     PERFORM pg_advisory_lock({LOCK_CLASS}, CAST(vid AS int));  -- before the maintenance transaction's snapshot
-{_attempts('''      cause := NULL;
+{_attempts(f'''      cause := NULL;
+      stale := false;
       BEGIN
         r := idivm.maintain_view(vid, true);
-      EXCEPTION WHEN OTHERS THEN
+      EXCEPTION WHEN SQLSTATE '{SQLSTATE_STALE}' THEN
+        cause := SQLERRM;
+        stale := true;
+      WHEN OTHERS THEN
         cause := SQLERRM;
       END;''', "cause IS NULL AND r.outcome = 'restart'")}
     IF cause IS NULL AND r.outcome = 'restart' THEN
       cause := {_TOO_MANY_ATTEMPTS.format(message='r.message')};
     END IF;
     COMMIT;
-    IF cause IS NOT NULL AND cause LIKE 'view % is stale (%' THEN
+    IF stale THEN
       RAISE WARNING '%: skipped: %', shown, cause;
     ELSIF cause IS NOT NULL THEN
       failed := failed || format('%s: FAILED: %s', shown, cause);
