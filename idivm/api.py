@@ -25,7 +25,7 @@ from .engines.postgres.materialize import create_as
 from .engines.postgres.executor import LOCK_CLASS, MaintenanceReport, maintain_view, run_maintenance, stored_script
 from .operate.engine_choice import EngineChoice, choice_for
 from .operate.dependencies import dependency_order, dependents, edges
-from .operate.explain import explain_unminimized, explain_view
+from .operate.explain import explain_query, explain_unminimized, explain_view
 from .operate.policy import DEFAULT, Policy, notify_threshold, policy_of
 from .operate.registry import (MODES, drop_locked,
                                make_immediate_locked, register_locked, sync_immediate)
@@ -376,11 +376,27 @@ class Engine:
         return result
 
     # -- inspection ------------------------------------------------------------------------
-    def explain(self, name: str, unminimized: bool = False) -> str:
+    def explain(self, name: str | None = None, unminimized: bool = False, sql: Any = None,
+                strategy: str = "id") -> str:
         """The plan, i-diff schemas, rule DAG and Δ-script of a view.
 
         unminimized=True shows the rule DAG and script as they are before pass 4, compiled afresh
-        from the stored definition (the stored, minimized script is what maintenance runs)."""
+        from the stored definition (the stored, minimized script is what maintenance runs).
+        sql=... (SQL text or a SQLAlchemy Select) instead of a name: a dry run, what registering
+        that query with `strategy` would create; nothing is created or kept."""
+        if (name is None) == (sql is None):
+            raise IdivmError("explain a registered view by its name, or a query that is not registered with sql=...")
+        if sql is not None:
+            if strategy not in STRATEGIES:
+                raise IdivmError(f"unknown strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
+            with self.sa.connect() as conn:
+                try:
+                    return explain_query(conn, _sql_text(sql), strategy)
+                except psycopg.Error as e:
+                    query_failed(e)
+                    raise
+                finally:
+                    conn.rollback()  # the dry run's registration
         with self.sa.connect() as conn:
             row = self._view(conn, name)
             if unminimized:

@@ -99,6 +99,16 @@ def _spark_progress(engine: Optional[str]):
         yield report
 
 
+def _query_text(sql: str | None, file: Path | None) -> str | None:
+    """The query of --sql, or the text of --file."""
+    if file is None:
+        return sql
+    try:
+        return file.read_text()
+    except OSError as e:
+        raise IdivmError(f"cannot read {file}: {e.strerror}") from None
+
+
 @app.command("register-view")
 def register_view(
     name: str = typer.Argument(..., help="view name, optionally SCHEMA.NAME"),
@@ -115,11 +125,7 @@ def register_view(
     """Register a view: compile its Δ-program, create and fill its table, start capturing changes."""
     if (sql is None) == (file is None):
         raise IdivmError("give the view's SELECT with exactly one of --sql or --file")
-    if file is not None:
-        try:
-            sql = file.read_text()
-        except OSError as e:
-            raise IdivmError(f"cannot read {file}: {e.strerror}") from None
+    sql = _query_text(sql, file)
     idivm = _engine()
     with _spark_progress(engine) as progress:
         done = idivm.register_view(name, sql, strategy=strategy, mode=mode, engine=engine, progress=progress,
@@ -199,11 +205,28 @@ def verify(name: str):
 
 
 @app.command()
-def explain(name: str, unminimized: bool = typer.Option(
-        False, "--unminimized", help="show the rule DAG, Δ-program and its SQL before minimization (pass 4)")):
+def explain(name: Optional[str] = typer.Argument(None, help="a registered view (or --sql / --file instead)"),
+            unminimized: bool = typer.Option(
+                False, "--unminimized", help="show the rule DAG, Δ-program and its SQL before minimization (pass 4)"),
+            sql: Optional[str] = typer.Option(None, "--sql", help="a query that is not registered: what registering it would create"),
+            file: Optional[Path] = typer.Option(None, "--file", help="the query of --sql, read from a file"),
+            strategy: str = typer.Option("id", "--strategy", help="the strategy of --sql / --file: id, tuple, higher-order or auto")):
     """Show the plan with IDs, the base-table i-diff schemas, the rule DAG, the Δ-program and its
-    PostgreSQL rendering (the Δ-script)."""
-    out.print(_engine().explain(name, unminimized=unminimized), markup=False, highlight=False)
+    PostgreSQL rendering (the Δ-script) of a registered view, or, with --sql or --file, of a query
+    that is not registered (a dry run: nothing is created or kept)."""
+    if sql is not None and file is not None:
+        raise IdivmError("give the query with --sql or with --file, not both")
+    sql = _query_text(sql, file)
+    if sql is not None:
+        if name is not None or unminimized:
+            raise IdivmError("explain --sql / --file explains a query that is not registered: give no view name "
+                             "and no --unminimized")
+        text = _engine().explain(sql=sql, strategy=strategy)
+    elif name is None:
+        raise IdivmError("explain needs a registered view's name, or a query with --sql or --file")
+    else:
+        text = _engine().explain(name, unminimized=unminimized)
+    out.print(text, markup=False, highlight=False)
 
 
 @app.command("list")

@@ -46,3 +46,30 @@ def test_explain_summary_says_strategy_rule_storage_and_joins(engine, db):
     table = subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", engine.dsn, "status"],
                            capture_output=True, text=True, timeout=120)
     assert table.returncode == 0 and "kB view + " in table.stdout
+
+
+def test_explain_sql_is_a_dry_run_that_leaves_nothing(fresh_db, db):
+    """`idivm explain --sql` (issue 34, item 1): what registering a query would create, on a database
+    where idivm is not even installed; afterwards nothing of it is there."""
+    import idivm
+
+    db.execute("CREATE TABLE parts (pid int PRIMARY KEY, sid int NOT NULL, price int NOT NULL)")
+    db.execute("INSERT INTO parts SELECT g, g % 5, g FROM generate_series(1, 50) g")
+    footprint = ("SELECT (SELECT count(*) FROM pg_namespace WHERE nspname = 'idivm'), "
+                 "(SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal), (SELECT count(*) FROM pg_event_trigger)")
+    before = db.execute(footprint).fetchone()
+    engine = idivm.connect(fresh_db)
+    text = engine.explain(sql="SELECT sid, count(*) AS n, sum(price) AS t FROM parts GROUP BY sid", strategy="auto")
+    assert text.startswith("dry run: what `idivm register-view` would create; nothing was created or kept")
+    assert "strategy auto: id, because" in text and "Δ-program:" in text and "Δ-script (PostgreSQL):" in text
+    nested = engine.explain(sql="SELECT pid FROM parts p WHERE price > (SELECT avg(price) FROM parts q WHERE q.sid = p.sid)",
+                            strategy="auto")
+    assert "strategy auto: higher-order" in nested and "maps" in nested
+    refused = subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", fresh_db, "explain", "--sql",
+                              "SELECT pid, random() AS r FROM parts"], capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and refused.stderr.startswith("error: function random() is volatile")
+    shown = subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", fresh_db, "explain", "--sql",
+                            "SELECT pid, price FROM parts WHERE price > 10"], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0 and "Δ-program:" in shown.stdout, shown.stderr
+    assert db.execute(footprint).fetchone() == before
+    engine.close()

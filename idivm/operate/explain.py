@@ -1,12 +1,15 @@
 """What `idivm explain` prints: a view's plan with IDs, i-diff schemas, rule DAG, Δ-program and its
-PostgreSQL rendering, from the catalog (or compiled afresh, before minimization)."""
+PostgreSQL rendering, from the catalog (or compiled afresh, before minimization); for a query that
+is not registered, what registering it would create (a dry run)."""
 from __future__ import annotations
+
+import uuid
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..catalog import repository as catalog
-from ..engines.postgres.render import format_rendered, format_statements
+from ..engines.postgres.render import format_rendered, format_statements, sql as pg_sql
 from ..engines.spark.executor import spark_plan
 from ..frontend.build_plan import ignored_clauses
 from ..names import display_name
@@ -14,7 +17,9 @@ from ..program.printer import format_program
 from ..program.serialize import from_json
 from ..strategies.higher_order.target import STRATEGY as HIGHER_ORDER
 from .engine_choice import engine_summary
-from .registry import compile_program
+from ..sqltext import run
+from .install import install_or_upgrade
+from .registry import compile_program, register_locked
 from .summary import summary
 
 
@@ -49,6 +54,26 @@ def explain_view(conn: Connection, row: sa.Row, spark_settings=None) -> str:
     if spark_settings is not None and row.mode == "deferred":
         parts.append("engine (docs/spark.md, \"Choosing the engine\"):\n" + _indent(engine_summary(conn, row, spark_settings)))
     return "\n\n".join(parts)
+
+
+def explain_query(conn: Connection, sql: str, strategy: str) -> str:
+    """What registering `sql` with `strategy` would create, explained as a registered view is: the
+    registration itself runs, in the caller's transaction, which the caller must roll back (idivm
+    installed if it is not, the view's tables created empty, capture on its base tables). The
+    answer is the registration's own, refusals included, on a database where nothing is
+    registered too; nothing of it stays."""
+    install_or_upgrade(conn)
+    schema = conn.execute(sa.text("SELECT current_schema()")).scalar()
+    name = f"idivm_dry_run_{uuid.uuid4().hex[:12]}"
+    register_locked(conn, schema, name, sql, strategy, True, fill=_empty)
+    text = explain_view(conn, catalog.view_by_name(conn, schema, name))
+    return ("dry run: what `idivm register-view` would create; nothing was created or kept\n\n"
+            + text.replace(display_name(schema, name), "(the view)"))
+
+
+def _empty(conn, table: str, query) -> None:
+    """A dry run's fill: the table as the query types it, without its rows."""
+    run(conn, f"CREATE TABLE {table} AS {pg_sql(query)} WITH NO DATA")
 
 
 def explain_unminimized(conn: Connection, row: sa.Row) -> str:
