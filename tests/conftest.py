@@ -107,6 +107,19 @@ def module_db(server_dsn):
         c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+# fixtures that give a test a database or a cluster of its own (test_scheduler_restart.py's, test_housekeeping.py's)
+DATABASE_FIXTURES = {"server_dsn", "fresh_db", "engine", "db", "module_db", "cluster", "data_dir"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests that use no database fixture, and start no cluster themselves (marked `cluster`), are
+    marked `quick`: `pytest -m quick` runs the stages that need no database (parsing, plans,
+    rules, calculus, programs, layering) in seconds."""
+    for item in items:
+        if not DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("cluster") is None:
+            item.add_marker(pytest.mark.quick)
+
+
 DIFFERENTIAL_STATS: dict = {}  # what the differential test's families added up to (test_differential_spj.py)
 
 

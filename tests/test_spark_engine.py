@@ -723,6 +723,7 @@ def test_a_standalone_cluster_computes_the_same_view(engine, shop, monkeypatch, 
         logs.close()
 
 
+@pytest.mark.cluster
 def test_spark_reaches_an_embedded_cluster_over_tcp_with_its_password():
     """Issue 33, item 4: on a machine with no server, idivm's own cluster (the embedded default, and
     the tests' throwaway one) is reached through its socket, and Spark through its TCP listener on
