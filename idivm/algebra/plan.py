@@ -11,6 +11,7 @@ from typing import Iterator
 
 from sqlglot import exp
 
+from .placeholders import CacheColumn, printable
 from .tables import TableInfo
 
 
@@ -143,30 +144,13 @@ class Union:
 BRANCH_COLUMN = "__idivm_b"
 
 
-AGG_MARK = "\x00cache\x00"  # table name of placeholders for intermediate-cache columns
-
-
-HAVING_SUBQUERY_MARK = "\x00having subquery\x00"
-
-
-def having_subquery_ref(alias: str) -> exp.Column:
-    """The value of a scalar subquery of HAVING (Aggregate.having_subqueries) in `having`."""
-    return exp.Column(this=exp.to_identifier(alias, quoted=True),
-                      table=exp.to_identifier(HAVING_SUBQUERY_MARK, quoted=True))
-
-
-def cache_ref(name: str) -> exp.Column:
-    """A reference to column `name` of the intermediate cache below an aggregate."""
-    return exp.Column(this=exp.to_identifier(name, quoted=True), table=exp.to_identifier(AGG_MARK, quoted=True))
-
-
 @dataclass
 class Aggregate:
     """γ_G,f(X) with its final projection and HAVING (Table 7), over an intermediate cache.
 
     The cache (Example 4.6) is the SPJ input below the aggregate, projected onto the group
     keys ``g<i>`` and the aggregate arguments ``a<j>``; ``outputs`` and ``having`` are written
-    over cache placeholders (``cache_ref``). The view's IDs are the group keys (Table 1)."""
+    over cache placeholders (``placeholders.CacheColumn``). The view's IDs are the group keys (Table 1)."""
 
     cache: "Project | Union"
     keys: list[str]  # cache columns that are group keys, in GROUP BY order
@@ -174,7 +158,7 @@ class Aggregate:
     having: exp.Expression | None = None
     # why the intermediate cache is skipped (footnote 6: a many-to-many join), None if it is kept
     no_cache: str | None = None
-    # scalar subqueries of HAVING, each in `having` as having_subquery_ref(alias), their correlated
+    # scalar subqueries of HAVING, each in `having` as a placeholders.SubqueryValue, their correlated
     # columns written as cache placeholders of group keys (only the higher-order strategy keeps them)
     having_subqueries: list[SubqueryPredicate] = field(default_factory=list)
 
@@ -199,7 +183,7 @@ class Aggregate:
                 return never(e.this)
             if isinstance(e, exp.Count):
                 return True
-            return isinstance(e, exp.Column) and e.table == AGG_MARK and e.name in keys
+            return isinstance(e, CacheColumn) and e.name in keys
 
         return frozenset(n for n, e in self.outputs if never(e))
 
@@ -219,7 +203,7 @@ class Aggregate:
                 arg = agg.this
                 if isinstance(arg, exp.Star) or (isinstance(agg, exp.Count) and arg is None):
                     continue
-                if not (isinstance(arg, exp.Column) and arg.table == AGG_MARK):
+                if not isinstance(arg, CacheColumn):
                     return None  # DISTINCT, or an expression left over the cache
                 args[arg.name] = args.get(arg.name, False) or not isinstance(agg, exp.Count)
         return args
@@ -295,15 +279,16 @@ def parent_chain(root: Node, target: Node) -> list[Node]:
 
 
 def sql(e: exp.Expression) -> str:
-    return e.sql("postgres")
+    """e as the plan printer shows it, placeholders spelled out."""
+    return printable(e).sql("postgres")
 
 
 def format_plan(node, indent: int = 0) -> str:
     """Human-readable plan with IDs (what `idivm explain` prints)."""
     pad = "  " * indent
     if isinstance(node, Aggregate):
-        outs = ", ".join(f"{show_cache(e)} AS {n}" for n, e in node.outputs)
-        having = f"  HAVING {show_cache(node.having)}" if node.having is not None else ""
+        outs = ", ".join(f"{sql(e)} AS {n}" for n, e in node.outputs)
+        having = f"  HAVING {sql(node.having)}" if node.having is not None else ""
         keys = ", ".join(node.keys) or "()"
         if node.no_cache:
             how = "general rule: affected groups recomputed from the base tables"
@@ -337,10 +322,6 @@ def format_plan(node, indent: int = 0) -> str:
         hidden = ", ".join(f"{i.scan}.{i.column} AS {i.name}" for i in node.ids)
         head = f"{pad}PROJECT {outs}" + (f"  + hidden IDs: {hidden}" if hidden else "")
     return "\n".join([head] + [format_plan(c, indent + 1) for c in children(node)])
-
-
-def show_cache(e: exp.Expression) -> str:
-    return sql(e).replace(f'"{AGG_MARK}".', "cache.").replace(f'"{HAVING_SUBQUERY_MARK}".', "subquery ")
 
 
 def node_ids(node: Node) -> list[tuple[str, str]]:

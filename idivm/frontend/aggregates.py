@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..algebra.plan import Aggregate, Node, Project, cache_ref, having_subquery_ref
+from ..algebra.placeholders import CacheColumn, SubqueryValue, cache_column, subquery_value
+from ..algebra.plan import Aggregate, Node, Project
 from ..errors import UnsupportedQuery
 from .checks import refuse
 
@@ -26,7 +27,7 @@ def has_aggregation(tree: exp.Select) -> bool:
 def build_aggregate(tree: exp.Select, core: Node, outputs: list[tuple[str, exp.Expression]],
                     having_subqueries: list | None = None) -> Aggregate:
     """having_subqueries: the scalar subqueries of HAVING (semijoins.extract_having_subqueries),
-    each left in HAVING as the placeholder having_subquery_ref(alias); their correlated columns
+    each left in HAVING as the placeholder placeholders.SubqueryValue; their correlated columns
     are rewritten to the group keys they must be."""
     for bad, name in ((exp.Filter, "aggregate FILTER (WHERE ...)"), (exp.WithinGroup, "ordered-set aggregates")):
         if tree.find(bad):
@@ -49,23 +50,21 @@ def build_aggregate(tree: exp.Select, core: Node, outputs: list[tuple[str, exp.E
     else:
         key_exprs = list(group.expressions) if group is not None else []
 
+    # the cache's columns by the expression they hold (equal trees are one column)
     cache_cols: list[tuple[str, exp.Expression]] = []
-    keys: list[str] = []
-    by_sql: dict[str, str] = {}
+    key_names: dict[exp.Expression, str] = {}
+    arg_names: dict[exp.Expression, str] = {}
     for e in key_exprs:
-        text = e.sql("postgres")
-        if text not in by_sql:
-            by_sql[text] = f"g{len(keys)}"
-            keys.append(by_sql[text])
-            cache_cols.append((by_sql[text], e.copy()))
-    n_keys = len(cache_cols)
+        if e not in key_names:
+            key_names[e.copy()] = f"g{len(key_names)}"
+            cache_cols.append((key_names[e], e.copy()))
+    keys = list(key_names.values())
 
     def arg_col(e: exp.Expression) -> exp.Expression:
-        text = "arg:" + e.sql("postgres")
-        if text not in by_sql:
-            by_sql[text] = f"a{len(cache_cols) - n_keys}"
-            cache_cols.append((by_sql[text], e.copy()))
-        return cache_ref(by_sql[text])
+        if e not in arg_names:
+            arg_names[e.copy()] = f"a{len(arg_names)}"
+            cache_cols.append((arg_names[e], e.copy()))
+        return cache_column(arg_names[e])
 
     def rewrite(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.AggFunc):
@@ -76,15 +75,14 @@ def build_aggregate(tree: exp.Select, core: Node, outputs: list[tuple[str, exp.E
             elif arg is not None and not isinstance(arg, exp.Star):
                 node.set("this", arg_col(arg))
             return node
-        text = node.sql("postgres")
-        if text in by_sql and not text.startswith("arg:"):
-            return cache_ref(by_sql[text])
+        if node in key_names:
+            return cache_column(key_names[node])
         return node
 
     def over_cache(e: exp.Expression, where: str) -> exp.Expression:
         out = e.transform(rewrite)
         for c in out.find_all(exp.Column):
-            if not str(c.table).startswith("\x00"):
+            if not isinstance(c, (CacheColumn, SubqueryValue)):
                 raise UnsupportedQuery(
                     f"column {c.sql('postgres')} in {where} must appear in GROUP BY or be used in an aggregate")
         return out
@@ -98,13 +96,12 @@ def build_aggregate(tree: exp.Select, core: Node, outputs: list[tuple[str, exp.E
             if sq.where is not None:  # its outer columns are the group's keys
                 def outer(c: exp.Expression, alias=sq.alias) -> exp.Expression:
                     if isinstance(c, exp.Column) and c.table != alias:
-                        text = c.sql("postgres")
-                        if text not in by_sql or text.startswith("arg:"):
-                            raise UnsupportedQuery(f"column {text} in a HAVING subquery must appear in GROUP BY")
-                        return cache_ref(by_sql[text])
+                        if c not in key_names:
+                            raise UnsupportedQuery(f"column {c.sql('postgres')} in a HAVING subquery must appear in GROUP BY")
+                        return cache_column(key_names[c])
                     return c
                 sq.where = sq.where.transform(outer)
-            node.replace(having_subquery_ref(sq.alias))
+            node.replace(subquery_value(sq.alias))
         having_expr = over_cache(body.this, "HAVING")
     cache = Project(child=core, outputs=cache_cols, stable=frozenset(keys))
     return Aggregate(cache=cache, keys=keys, outputs=new_outputs, having=having_expr,

@@ -19,7 +19,8 @@ from sqlglot.schema import MappingSchema
 from ..algebra.functional import many_to_many
 from ..algebra.ids import infer_ids
 from ..algebra.ids import hidden_name
-from ..algebra.plan import Aggregate, Join, Node, Project, Scan, Select, Union, cache_ref, scans
+from ..algebra.placeholders import cache_column
+from ..algebra.plan import Aggregate, Join, Node, Project, Scan, Select, Union, scans
 from ..errors import IdivmError, UnknownObject, UnsupportedQuery
 from .aggregate_subqueries import fold_aggregate_subquery
 from .aggregates import build_aggregate, has_aggregation
@@ -136,7 +137,7 @@ def compile_view_sql(schema: SchemaProvider, sql: str) -> CompiledView:
         b.outputs = [(k, e) for k, (_, e) in zip(keys, b.outputs)]
         b.stable = frozenset(keys)
     agg = Aggregate(cache=Union(branches=branches), keys=keys,
-                    outputs=[(n, cache_ref(k)) for n, k in zip(names, keys)])
+                    outputs=[(n, cache_column(k)) for n, k in zip(names, keys)])
     return CompiledView(sql=sql, plan=agg, tables=aliases)
 
 

@@ -3,7 +3,7 @@
 An i-diff here is a conjunctive query: the origin scan is bound to the
 base-table i-diff instance, other scans in ``joined`` are read from
 post-state base tables, and ``where`` filters the rows. Columns of the origin
-scan read the post-state image unless wrapped by ``pre()``. When
+scan read the post-state image unless ``pre()`` marked them (placeholders.PreImage). When
 ``semijoined`` is set, the origin's post-state row is read from its base
 table semijoined by ID with the i-diff (``R^post ⋉_I Δ``, as the rules write
 it); minimization (pass 4) removes that join because the instance carries
@@ -19,9 +19,9 @@ from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
 
+from ..algebra.placeholders import PreImage, pre_image, printable
 from ..algebra.tables import TableInfo
 
-PRE_MARK = "\x00pre\x00"
 SYMBOL = {"+": "Δ+", "-": "Δ-", "u": "Δu"}
 
 
@@ -82,11 +82,12 @@ class IDiff:
 
 def pre(e: exp.Expression, scan: str) -> exp.Expression:
     """The same expression evaluated on the pre-state image of `scan`'s i-diff."""
-    e = e.copy()
-    for c in e.find_all(exp.Column):
-        if c.table == scan:
-            c.set("table", exp.to_identifier(PRE_MARK + scan, quoted=True))
-    return e
+    def mark(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and not isinstance(node, PreImage) and node.table == scan:
+            return pre_image(node)
+        return node
+
+    return e.transform(mark)
 
 
 def is_not_true(e: exp.Expression) -> exp.Expression:
@@ -108,4 +109,4 @@ def conj(es: list[exp.Expression]) -> exp.Expression:
 
 
 def show(e: exp.Expression) -> str:
-    return e.sql("postgres").replace(f'"{PRE_MARK}', '"pre:').replace(PRE_MARK, "pre:")
+    return printable(e).sql("postgres")

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from ..algebra.plan import AGG_MARK, Aggregate
+from ..algebra.placeholders import CacheColumn
+from ..algebra.plan import Aggregate
 from ..program.trees import all_of, col, eq
 from .spj import MaintainedTable, Target
 from .union import UnionTarget
@@ -75,7 +76,7 @@ def cache_name(view_id: int) -> str:
 
 def bind_cache(e: exp.Expression) -> exp.Expression:
     def fn(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Column) and node.table == AGG_MARK:
+        if isinstance(node, CacheColumn):
             return col(CACHE_ALIAS, node.name)
         return node
 

@@ -14,7 +14,7 @@ from ..algebra.plan import BRANCH_COLUMN, IdColumn, Project, conjuncts_below, sc
 from ..algebra.tables import TableInfo
 from ..program import relations as R
 from ..program.trees import alias, col, num, select
-from ..rules.idiff import PRE_MARK
+from ..algebra.placeholders import PreImage
 
 DIFF_ALIAS = "d"
 VIEW_ALIAS = "v"
@@ -88,8 +88,8 @@ def bind_with(mapping: dict[str, tuple[str, str]], pre_alias: str | None = None)
         if not isinstance(node, exp.Column):
             return node
         t = node.table
-        if t.startswith(PRE_MARK):
-            return col(pre_alias or mapping[t[len(PRE_MARK):]][0], R.pre(node.name))
+        if isinstance(node, PreImage):
+            return col(pre_alias or mapping[t][0], R.pre(node.name))
         if t not in mapping:  # a column of an EXISTS/IN subquery's own table: stays as written
             return node
         alias_, prefix = mapping[t]

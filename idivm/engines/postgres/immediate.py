@@ -43,6 +43,7 @@ immediate -> deferred records the current snapshot as consumed.
 from __future__ import annotations
 
 import hashlib
+import json
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -200,7 +201,7 @@ def _shape_checked(target: str, info: TableInfo, captured_id: int) -> str:
     name (the Python executor's statements, engines/postgres/instances.py) gives it a new OID, and
     the next application checks again; a transaction that fails takes its setting back with it."""
     names = [R.KIND_COLUMN] + [R.pre(c) for c in info.column_names] + [R.post(c) for c in info.column_names]
-    tag = hashlib.sha1("\x00".join(names).encode()).hexdigest()[:12]
+    tag = hashlib.sha1(json.dumps(names).encode()).hexdigest()[:12]
     setting = string_literal(f"idivm.delta_shape_{int(captured_id)}")
     mark = f"coalesce(CAST(CAST(to_regclass({string_literal(target)}) AS oid) AS text), '') || {string_literal(':' + tag)}"
     return (f"IF current_setting({setting}, true) IS DISTINCT FROM {mark} THEN\n"

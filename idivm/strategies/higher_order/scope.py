@@ -6,6 +6,7 @@ from fractions import Fraction
 
 from sqlglot import exp
 
+from ...algebra.placeholders import printable
 from ...algebra.plan import Scan, scans
 from ...calculus.expr import VAR_TABLE, Cmp, Const, Expr, Extern, Rel, Var, mul
 from ...errors import UnsupportedQuery
@@ -40,7 +41,7 @@ def shown(e: exp.Expression) -> str:
     def plain(node: exp.Expression) -> exp.Expression:
         return exp.to_identifier(node.name) if isinstance(node, exp.Identifier) else node
 
-    return e.transform(plain).sql("postgres")
+    return printable(e).transform(plain).sql("postgres")
 
 
 def same(a: exp.Expression, b: exp.Expression, nullable: bool) -> exp.Expression:

@@ -43,7 +43,8 @@ from typing import Callable
 from sqlglot import exp
 
 from ...algebra.columns_read import columns_read
-from ...algebra.plan import AGG_MARK, HAVING_SUBQUERY_MARK, Aggregate, Join, Project, Scan, Select, Union
+from ...algebra.placeholders import CacheColumn, SubqueryValue
+from ...algebra.plan import Aggregate, Join, Project, Scan, Select, Union
 from ...calculus.expr import Assign, Expr, Sum, Var, add, mul
 from ...errors import UnsupportedQuery
 from .nesting import Nesting, NestingBuilder, subquery_nodes
@@ -191,7 +192,7 @@ def translate(plan, sum_type: Callable[[str], str | None] | None = None) -> Tran
 
 def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
     if isinstance(agg.cache, Union):  # UNION (distinct): a grouping on every output of the UNION ALL
-        if [e for _, e in agg.outputs if not (isinstance(e, exp.Column) and e.table == AGG_MARK)]:
+        if [e for _, e in agg.outputs if not isinstance(e, CacheColumn)]:
             raise refuse("aggregates over outer joins" if agg.cache.outer_join else "aggregates over a UNION")
         group, count, nullable = _union_count(agg.cache, read)
         key_var = dict(zip([n for n, _ in agg.cache.outputs], group))
@@ -219,7 +220,7 @@ def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
 
     def arg_of(a: exp.Expression) -> exp.Expression:
         """An aggregate's argument over the base columns (it is written over the cache's columns)."""
-        if not (isinstance(a, exp.Column) and a.table == AGG_MARK):
+        if not isinstance(a, CacheColumn):
             raise refuse(f"the aggregate argument {shown(a)}")
         return cols[a.name]
 
@@ -236,7 +237,7 @@ def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
         return name
 
     def slot(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Column) and node.table == AGG_MARK:
+        if isinstance(node, CacheColumn):
             if node.name not in key_var:
                 raise refuse(f"the column {node.name} outside an aggregate")
             return placeholder(VAR, key_var[node.name])
@@ -306,7 +307,7 @@ def _having_subqueries(out: Translation, agg: Aggregate, scope: Scope, key_var: 
     """Scalar subqueries of HAVING: nested counts and sums (nesting.py) correlated with the group's
     keys, looked up when the view table's HAVING is evaluated over the group's maps."""
     def group_key(c: exp.Column) -> str:
-        if c.table != AGG_MARK or c.name not in key_var:
+        if not isinstance(c, CacheColumn) or c.name not in key_var:
             raise refuse(f"the column {shown(c)} in a HAVING subquery")
         return key_var[c.name]
 
@@ -316,7 +317,7 @@ def _having_subqueries(out: Translation, agg: Aggregate, scope: Scope, key_var: 
     values = {sq.alias: builder.scalar_value(sq) for sq in agg.having_subqueries}
 
     def put(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Column) and node.table == HAVING_SUBQUERY_MARK:
+        if isinstance(node, SubqueryValue):
             return exp.Paren(this=values[node.name].copy())
         return node
 

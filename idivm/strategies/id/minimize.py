@@ -22,13 +22,7 @@ def drop_true(d: IDiff) -> IDiff:
 
 def dedupe_conditions(d: IDiff) -> IDiff:
     """σ_c σ_c R -> σ_c R: composition re-adds the conditions of re-derived inputs."""
-    seen: set[str] = set()
-    kept = []
-    for w in d.where:
-        key = w.sql("postgres")
-        if key not in seen:
-            seen.add(key)
-            kept.append(w)
+    kept = list(dict.fromkeys(d.where))  # equal trees are one condition
     return d if len(kept) == len(d.where) else d.derive("minimize: dedupe", where=tuple(kept), trail=d.trail)
 
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...program.trees import conjuncts
-from ...rules.idiff import PRE_MARK, IDiff, conj, is_not_true
+from ...algebra.placeholders import PreImage
+from ...rules.idiff import IDiff, conj, is_not_true
 
 
 def semijoin_to_diff(d: IDiff) -> IDiff | None:
@@ -37,7 +38,7 @@ def semijoined_delete_is_empty(d: IDiff) -> IDiff | None:
 
 
 def _is_column(e: exp.Expression, table: str, name: str) -> bool:
-    return isinstance(e, exp.Column) and e.table in (table, PRE_MARK + table) and e.name == name
+    return isinstance(e, exp.Column) and e.table == table and e.name == name  # post- or pre-image
 
 
 def _key_equalities(where, alias: str, origin: str, key: tuple[str, ...]) -> list[exp.Expression] | None:
@@ -55,7 +56,7 @@ def _key_equalities(where, alias: str, origin: str, key: tuple[str, ...]) -> lis
 
 def _rename(e: exp.Expression, alias: str, origin: str) -> exp.Expression:
     def fn(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Column) and node.table == alias:
+        if isinstance(node, exp.Column) and not isinstance(node, PreImage) and node.table == alias:
             return exp.column(node.name, origin, quoted=True)
         return node
 
@@ -112,7 +113,7 @@ def _own_key_subquery(w: exp.Expression, d: IDiff):
         return None
     psi = [_rename(c, alias, d.origin) for c in conds if not any(c is e for e in eqs)]
     own = _rename(extra[0], alias, d.origin) if extra and not any(extra[0] is e for e in eqs) else None
-    if any(col.table != d.origin and not col.table.startswith(PRE_MARK)
+    if any(col.table != d.origin  # the origin's post- or pre-image
            for c in psi + ([own] if own is not None else []) for col in c.find_all(exp.Column)):
         return None  # φ reads other scans: not a pure filter on the i-diff
     return negated, psi, own
