@@ -20,6 +20,13 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 import idivm
 
+# The tests' Spark batches are tiny and each test process starts its own JVM: its second compiler
+# (C2) and 16 tasks per shuffle cost more CPU than they save (docs/benchmarks.md, "The test suite").
+# Neither changes what Spark computes (two partitions still split every shuffle). A user's
+# IDIVM_SPARK_CONF wins.
+os.environ.setdefault("IDIVM_SPARK_CONF",
+                      "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 spark.sql.shuffle.partitions=2")
+
 
 def _answers(dsn: str) -> bool:
     try:
@@ -69,12 +76,30 @@ def _with_db(dsn: str, db: str) -> str:
     return make_conninfo(**params)
 
 
-@pytest.fixture
-def fresh_db(server_dsn):
-    """Create a fresh database; yield its DSN; drop it."""
-    name = f"idivm_test_{uuid.uuid4().hex[:12]}"
+@pytest.fixture(scope="session")
+def catalog_template(server_dsn):
+    """A database with idivm's catalog installed, made once per test process (each pytest-xdist
+    worker has its own): a test that asks for `engine` gets a copy of it (CREATE DATABASE ...
+    TEMPLATE copies its files) instead of running the catalog's migration again."""
+    name = f"idivm_template_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(server_dsn, autocommit=True) as c:
         c.execute(f'CREATE DATABASE "{name}"')
+    e = idivm.connect(_with_db(server_dsn, name))
+    e.init()
+    e.close()
+    yield name
+    with psycopg.connect(server_dsn, autocommit=True) as c:
+        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def fresh_db(server_dsn, request):
+    """Create a fresh database; yield its DSN; drop it. When the test uses `engine` too, the
+    database is a copy of the session's catalog template (idivm installed); else it is empty."""
+    name = f"idivm_test_{uuid.uuid4().hex[:12]}"
+    template = request.getfixturevalue("catalog_template") if "engine" in request.fixturenames else None
+    with psycopg.connect(server_dsn, autocommit=True) as c:
+        c.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
     dsn = _with_db(server_dsn, name)
     yield dsn
     with psycopg.connect(server_dsn, autocommit=True) as c:
@@ -83,8 +108,8 @@ def fresh_db(server_dsn):
 
 @pytest.fixture
 def engine(fresh_db):
+    """An engine on the fresh database, whose catalog came from the template (fresh_db)."""
     e = idivm.connect(fresh_db)
-    e.init()
     yield e
     e.close()
 
@@ -107,6 +132,15 @@ def module_db(server_dsn):
         c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` starts two workers per core, not one: a test spends about half its time waiting
+    for PostgreSQL or Spark, whose processes are not the worker's (PYTEST_XDIST_AUTO_NUM_WORKERS
+    overrides, as pytest-xdist documents)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return int(os.environ["PYTEST_XDIST_AUTO_NUM_WORKERS"])
+    return 2 * (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
 # fixtures that give a test a database or a cluster of its own (test_scheduler_restart.py's, test_housekeeping.py's)
 DATABASE_FIXTURES = {"server_dsn", "fresh_db", "engine", "db", "module_db", "cluster", "data_dir"}
 
@@ -114,10 +148,14 @@ DATABASE_FIXTURES = {"server_dsn", "fresh_db", "engine", "db", "module_db", "clu
 def pytest_collection_modifyitems(config, items):
     """Tests that use no database fixture, and start no cluster themselves (marked `cluster`), are
     marked `quick`: `pytest -m quick` runs the stages that need no database (parsing, plans,
-    rules, calculus, programs, layering) in seconds."""
+    rules, calculus, programs, layering) in seconds. The `slow` ones are moved to the front."""
     for item in items:
         if not DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("cluster") is None:
             item.add_marker(pytest.mark.quick)
+    # The tests marked `slow` (a minute or so each) go first: pytest-xdist's `--dist load
+    # --maxschedchunk 1` (the README's test command) then hands them out one per idle worker while
+    # the short ones fill the gaps, instead of one of them starting last and running alone.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 DIFFERENTIAL_STATS: dict = {}  # what the differential test's families added up to (test_differential_spj.py)

@@ -9,6 +9,7 @@ import pytest
 from helpers import spark_missing
 
 
+@pytest.mark.slow
 def test_devices_benchmark_runs_and_verifies(server_dsn, tmp_path):
     from idivm.bench.devices import main
 
@@ -34,6 +35,7 @@ def test_social_benchmark_runs_and_verifies(server_dsn, tmp_path):
     assert (tmp_path / "social.png").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_writes_benchmark_runs_and_verifies(server_dsn, tmp_path):
     from idivm.bench.writes import main
 
@@ -72,6 +74,7 @@ def test_higher_order_benchmark_runs_and_verifies(server_dsn, tmp_path):
     assert data["map_tables"] > 0 and (tmp_path / "higher_order.png").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_spark_benchmark_runs_and_verifies(server_dsn, tmp_path):
     if spark_missing(server_dsn):
         pytest.skip(spark_missing(server_dsn))

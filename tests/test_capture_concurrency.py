@@ -207,6 +207,7 @@ def _truncate_or_rewrite(conn, rng: random.Random) -> None:
         conn.execute(f"ALTER TABLE {t} ADD COLUMN pad float DEFAULT random()")  # a volatile default rewrites it
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_every_strategy_under_concurrent_writers(fresh_db, engine, db, seed):
     """Three writers (some of their transactions aborted, some truncating or rewriting a table),

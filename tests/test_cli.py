@@ -4,12 +4,15 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 
 def cli(dsn, *args, timeout=180):
     return subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", dsn, *args],
                           capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_every_command(fresh_db, db, tmp_path):
     db.execute("CREATE TABLE parts (pid int PRIMARY KEY, price numeric)")
     db.execute("INSERT INTO parts VALUES (1, 10), (2, 20)")

@@ -455,6 +455,7 @@ def family_stats(record_property):
     record_property("differential_stats", _added(STATS, before))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), derandomize=False)
 @given(data=st.data())

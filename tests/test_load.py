@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from idivm.bench.load import report, run
 
 
+@pytest.mark.slow
 def test_sustained_load_under_the_scheduler(server_dsn, capsys):
     seconds = float(os.environ.get("IDIVM_TEST_LOAD_SECONDS", "20"))
     result = run(server_dsn, seconds=seconds, writers=3)

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import psycopg
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -23,6 +25,7 @@ def usage_commands() -> str:
     return block.group(1)
 
 
+@pytest.mark.slow
 def test_the_usage_commands_run_as_written(fresh_db, tmp_path):
     script = usage_commands()
     activate, export = ". .venv/bin/activate", "export IDIVM_DSN="

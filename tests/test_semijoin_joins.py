@@ -75,6 +75,7 @@ def test_higher_order_refuses_subqueries_over_joins(engine, db):
         engine.register_view("v", VIEWS["grouped"][0], strategy="higher-order")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["id", "tuple"])
 def test_subqueries_over_joins_on_spark(engine, db, strategy):
     """The same Δ-program with its diffs computed on Spark (skipped where Spark is not installed)."""

@@ -69,6 +69,7 @@ def _writes(db, rng: random.Random) -> None:
                 db.execute("INSERT INTO devices VALUES (%s, 'phone') ON CONFLICT DO NOTHING", (rng.randint(1, 22),))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["id", "tuple", "higher-order"])
 def test_views_maintained_on_spark_equal_their_queries_and_postgres(engine, shop, strategy):
     for name, (sql, _) in VIEWS.items():
@@ -436,6 +437,7 @@ FILLED = dict(VIEWS, **{
 })
 
 
+@pytest.mark.slow
 def test_views_filled_on_spark_equal_their_queries_and_stay_maintained(engine, shop):
     """register-view --engine spark: every table a view consists of that is computed from base
     tables alone (an SPJ view, a grouped view's cache, UNION ALL branches, higher-order maps) is
@@ -658,6 +660,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_a_standalone_cluster_computes_the_same_view(engine, shop, monkeypatch, tmp_path):
     """`spark://` masters work as docker-compose.yml runs them: a standalone master and a worker
     (the same spark-class commands, here as local processes), executors in JVMs of their own that

@@ -266,6 +266,7 @@ def _pg_cron_missing() -> str | None:
     return None
 
 
+@pytest.mark.slow
 @pytest.mark.cluster
 @pytest.mark.skipif(_pg_cron_missing() is not None, reason=_pg_cron_missing() or "")
 def test_pg_cron_schedules_maintenance():

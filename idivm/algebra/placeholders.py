@@ -53,4 +53,9 @@ def printable(e: exp.Expression) -> exp.Expression:
             return exp.Column(this=node.this.copy(), table=exp.to_identifier(f"pre:{node.table}", quoted=True))
         return node
 
+    if not any(isinstance(node, _PLACEHOLDERS) for node in e.walk()):
+        return e  # most printed expressions have none: no copy
     return e.transform(spell)
+
+
+_PLACEHOLDERS = (CacheColumn, SubqueryValue, PreImage)
