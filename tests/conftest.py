@@ -8,6 +8,7 @@ Every test run works in fresh databases it creates and drops.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -81,34 +82,38 @@ def _with_db(dsn: str, db: str) -> str:
     return make_conninfo(**params)
 
 
+@contextlib.contextmanager
+def _database(server_dsn: str, prefix: str, template: str | None = None):
+    """A new database (a copy of `template` if given) for the duration; its DSN."""
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server_dsn, autocommit=True) as c:
+        c.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
+    try:
+        yield _with_db(server_dsn, name)
+    finally:
+        with psycopg.connect(server_dsn, autocommit=True) as c:
+            c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
 @pytest.fixture(scope="session")
 def catalog_template(server_dsn):
     """A database with idivm's catalog installed, made once per test process (each pytest-xdist
     worker has its own): a test that asks for `engine` gets a copy of it (CREATE DATABASE ...
     TEMPLATE copies its files) instead of running the catalog's migration again."""
-    name = f"idivm_template_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(server_dsn, autocommit=True) as c:
-        c.execute(f'CREATE DATABASE "{name}"')
-    e = idivm.connect(_with_db(server_dsn, name))
-    e.init()
-    e.close()
-    yield name
-    with psycopg.connect(server_dsn, autocommit=True) as c:
-        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with _database(server_dsn, "idivm_template") as dsn:
+        e = idivm.connect(dsn)
+        e.init()
+        e.close()
+        yield conninfo_to_dict(dsn)["dbname"]
 
 
 @pytest.fixture
 def fresh_db(server_dsn, request):
     """Create a fresh database; yield its DSN; drop it. When the test uses `engine` too, the
     database is a copy of the session's catalog template (idivm installed); else it is empty."""
-    name = f"idivm_test_{uuid.uuid4().hex[:12]}"
     template = request.getfixturevalue("catalog_template") if "engine" in request.fixturenames else None
-    with psycopg.connect(server_dsn, autocommit=True) as c:
-        c.execute(f'CREATE DATABASE "{name}"' + (f' TEMPLATE "{template}"' if template else ""))
-    dsn = _with_db(server_dsn, name)
-    yield dsn
-    with psycopg.connect(server_dsn, autocommit=True) as c:
-        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with _database(server_dsn, "idivm_test", template) as dsn:
+        yield dsn
 
 
 @pytest.fixture
@@ -129,12 +134,8 @@ def db(fresh_db):
 @pytest.fixture(scope="module")
 def module_db(server_dsn):
     """One fresh database shared by a module's (hypothesis) examples."""
-    name = f"idivm_test_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(server_dsn, autocommit=True) as c:
-        c.execute(f'CREATE DATABASE "{name}"')
-    yield _with_db(server_dsn, name)
-    with psycopg.connect(server_dsn, autocommit=True) as c:
-        c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with _database(server_dsn, "idivm_test") as dsn:
+        yield dsn
 
 
 def pytest_xdist_auto_num_workers(config):

@@ -29,6 +29,9 @@ class PreImage(exp.Column):
     post-state."""
 
 
+_PLACEHOLDERS = (CacheColumn, SubqueryValue, PreImage)
+
+
 def cache_column(name: str) -> CacheColumn:
     return CacheColumn(this=exp.to_identifier(name, quoted=True))
 
@@ -56,6 +59,3 @@ def printable(e: exp.Expression) -> exp.Expression:
     if not any(isinstance(node, _PLACEHOLDERS) for node in e.walk()):
         return e  # most printed expressions have none: no copy
     return e.transform(spell)
-
-
-_PLACEHOLDERS = (CacheColumn, SubqueryValue, PreImage)

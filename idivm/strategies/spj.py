@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from ..algebra.placeholders import PreImage
 from ..algebra.plan import BRANCH_COLUMN, IdColumn, Project, conjuncts_below, scans
 from ..algebra.tables import TableInfo
 from ..program import relations as R
 from ..program.trees import alias, col, num, select
-from ..algebra.placeholders import PreImage
 
 DIFF_ALIAS = "d"
 VIEW_ALIAS = "v"

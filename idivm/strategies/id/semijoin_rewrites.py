@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ...program.trees import conjuncts
 from ...algebra.placeholders import PreImage
+from ...program.trees import conjuncts
 from ...rules.idiff import IDiff, conj, is_not_true
 
 
