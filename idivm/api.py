@@ -1,7 +1,6 @@
 """The Python API: ``idivm.connect(dsn) -> Engine`` (README.md, docs/architecture.md)."""
 from __future__ import annotations
 
-import contextlib
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -14,26 +13,21 @@ from .capture.schema_changes import event_triggers_installed
 from .capture.triggers import reinstall_functions
 from .catalog import repository as catalog
 from .catalog.migrate import HEAD, catalog_installed, catalog_revision
-from .algebra.plan import base_tables
-from .strategies.targets import STRATEGIES
-from .introspect.provider import PostgresSchema
 from .dsn import resolve_dsn, sqlalchemy_url
 from .errors import DatabaseUnavailable, IdivmError, Stale, UnknownObject, first_line
-from .frontend.build_plan import compile_view_sql, parse_one
+from .frontend.build_plan import parse_one
 from .engines import AUTO, ENGINES
 from .engines.postgres.materialize import create_as
-from .engines.postgres.executor import LOCK_CLASS, MaintenanceReport, maintain_view, run_maintenance, stored_script
+from .engines.postgres.executor import MaintenanceReport, maintain_view, stored_script
 from .operate.engine_choice import EngineChoice, choice_for
-from .operate.dependencies import dependency_order, dependents, edges
+from .operate.dependencies import dependency_order, edges
 from .operate.explain import explain_query, explain_unminimized, explain_view
 from .operate.policy import DEFAULT, Policy, notify_threshold, policy_of
-from .operate.registry import (MODES, drop_locked,
-                               make_immediate_locked, register_locked, sync_immediate)
-from .operate.folder import Change, plan_folder, what_differs
+from .operate.folder import Change, plan_folder
 from .operate.install import install_or_upgrade, uninstall
-from .operate.rebuild import query_failed, rebuild_locked, rebuild_plan
+from .operate.registration import (OwnTransactions, Request, check_mode, drop, query_errors, rebuild, register,
+                                   switch_mode)
 from .operate.status import ViewStatus, view_statuses
-from .operate.table_locks import begin_with_writers_locked_out
 from .names import display_name, parse_name
 from .sqltext import ident, qualified, run
 
@@ -157,52 +151,12 @@ class Engine:
         minimized=False skips pass 4 (only useful to test that minimization preserves results).
         engine="spark" computes the initial contents on Spark (docs/spark.md); `progress(tasks done,
         tasks known, rows copied)` then hears of Spark's progress."""
-        if strategy not in STRATEGIES:
-            raise IdivmError(f"unknown strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
-        _check_mode(mode)
-        if replace and if_not_exists:
-            raise IdivmError("choose one of --replace and --if-not-exists")
-        fill = self._fill(engine, progress)
-        sql = _sql_text(query)
-        self._installed()
-        schema, view = parse_name(name)
-        with self.sa.connect() as conn:
-            compiled = compile_view_sql(PostgresSchema(conn), sql)  # refuse early, before taking any lock
-            if schema is None:
-                schema = conn.execute(sa.text("SELECT current_schema()")).scalar()
-            existing = catalog.view_by_name(conn, schema, view) if (replace or if_not_exists) else None
-            conn.rollback()
-        if existing is not None:
-            if if_not_exists:
-                return "exists"
-            return self._replace(existing, sql, compiled, strategy, mode, minimized, engine, progress)
-        tables = {(t.schema, t.name): t for t in base_tables(compiled.plan)}
-        try:
-            with self._writers_blocked(set(tables)) as conn:  # nothing slips between the fill and the first log row
-                register_locked(conn, schema, view, sql, strategy, minimized, fill, compiled)
-                if mode == "immediate":
-                    make_immediate_locked(conn, schema, view)
-        except psycopg.Error as e:
-            query_failed(e)
-            raise
-        return "created"
+        return register(self._transactions(), Request(name, _sql_text(query), strategy, mode, minimized, replace,
+                                                      if_not_exists), self._fill(engine, progress))
 
-    def _replace(self, row: sa.Row, sql: str, compiled, strategy: str, mode: str, minimized: bool,
-                 engine: str | None, progress) -> str:
-        """register_view(replace=True) of a registered view: nothing when its query (compared as
-        parsed, so layout and keyword case do not count), strategy (auto: what auto would choose
-        now) and mode are as asked; a mode switch alone when only the mode differs; else a rebuild
-        of it and of every view over it in one transaction, policies and grants kept."""
-        with self.sa.connect() as conn:
-            why = what_differs(conn, row, sql, strategy, mode, lambda: compiled.plan) if minimized else "unminimized"
-        if not why:
-            return "unchanged"
-        if why.startswith("mode"):
-            self.set_mode(display_name(row.schema_name, row.view_name), mode)
-            return "replaced"
-        self._rebuild(row, engine, progress, f'replace "{display_name(row.schema_name, row.view_name)}"',
-                      new={row.id: (sql, strategy, mode, minimized)})
-        return "replaced"
+    def _transactions(self) -> OwnTransactions:
+        self._installed()
+        return OwnTransactions(self.sa)
 
     def plan_apply(self, directory, prune: bool = False) -> list[Change]:
         """What `apply` would do to make the registered views those of a folder of NAME.sql files
@@ -246,16 +200,6 @@ class Engine:
                 if f is not None:
                     new[r.id] = (f.sql, f.strategy, f.mode, True)
         return self._rebuild(row, engine, progress, f'replace "{name}"', new=new)
-
-    @contextlib.contextmanager
-    def _writers_blocked(self, tables: set[tuple[str, str]]):
-        """A REPEATABLE READ transaction whose first statements lock these base tables (schema, name)
-        against writers (SHARE ROW EXCLUSIVE; readers go on). Its snapshot, taken after the locks,
-        sees every committed write and none in flight, so no change can slip between what it reads
-        and the next change capture logs (registration, refresh, switching modes)."""
-        with self.sa.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
-            with begin_with_writers_locked_out(conn, tables):
-                yield conn
 
     # -- maintenance -----------------------------------------------------------------------
     def _view_names(self, names: tuple[str, ...] | list[str]) -> list[tuple[int, str]]:
@@ -387,14 +331,10 @@ class Engine:
         if (name is None) == (sql is None):
             raise IdivmError("explain a registered view by its name, or a query that is not registered with sql=...")
         if sql is not None:
-            if strategy not in STRATEGIES:
-                raise IdivmError(f"unknown strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
-            with self.sa.connect() as conn:
+            Request("(the view)", _sql_text(sql), strategy).check()
+            with self.sa.connect() as conn, query_errors():
                 try:
                     return explain_query(conn, _sql_text(sql), strategy)
-                except psycopg.Error as e:
-                    query_failed(e)
-                    raise
                 finally:
                     conn.rollback()  # the dry run's registration
         with self.sa.connect() as conn:
@@ -453,22 +393,11 @@ class Engine:
         """Switch a view between deferred and immediate maintenance, in one transaction that holds its
         base tables against writers: to immediate, the pending changes are applied first; to
         deferred, everything committed so far counts as consumed."""
-        _check_mode(mode)
+        check_mode(mode)
         with self.sa.connect() as conn:
             row = self._view(conn, name)
-            if row.mode == mode:
-                return
-            tables = catalog.view_inputs(conn, row.id)
-            conn.rollback()
-        with self._writers_blocked({(t.schema_name, t.table_name) for t in tables}) as conn:
-            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:c, :v)"), {"c": LOCK_CLASS, "v": row.id})
-            if mode == "immediate":
-                report = MaintenanceReport(view=display_name(row.schema_name, row.view_name))
-                run_maintenance(conn, row.id, report, None)  # catch up, in this transaction
-                make_immediate_locked(conn, row.schema_name, row.view_name)
-            else:
-                catalog.set_deferred_from_now(conn, row.id)
-                sync_immediate(conn)
+        if row.mode != mode:
+            switch_mode(self._transactions(), row, mode)
 
     def grant(self, name: str, role: str) -> None:
         """Let a role read a maintained view (SELECT on its table, nothing else: not the catalog, the
@@ -482,12 +411,7 @@ class Engine:
     def drop_view(self, name: str) -> None:
         """Drop the maintained table, its script, and capture no other view needs."""
         with self.sa.begin() as conn:
-            row = self._view(conn, name)
-            readers = dependents(conn, row.id)
-            if readers:
-                raise IdivmError(f'cannot drop "{name}": the maintained view(s) {", ".join(readers)} read it; '
-                                 "drop them first")
-            drop_locked(conn, row)
+            drop(conn, self._view(conn, name), name)
 
     def refresh(self, name: str, engine: str | None = None, progress=None) -> list[str]:
         """Rebuild a view from its stored definition (after a schema change made it stale, or at will),
@@ -502,17 +426,7 @@ class Engine:
     def _rebuild(self, row: sa.Row, engine: str | None, progress, verb: str, new: dict | None = None) -> list[str]:
         """rebuild_locked (operate/rebuild.py) of a view and the views over it, in one transaction
         that holds their base tables against writers."""
-        fill = self._fill(engine, progress)
-        with self.sa.connect() as conn:
-            chain, wanted, tables = rebuild_plan(conn, row, verb, new)
-            conn.rollback()
-        try:
-            with self._writers_blocked(tables) as conn:
-                rebuild_locked(conn, row, chain, wanted, fill, verb)
-        except psycopg.Error as e:
-            query_failed(e)
-            raise
-        return [display_name(r.schema_name, r.view_name) for r in chain]
+        return rebuild(self._transactions(), row, self._fill(engine, progress), verb, new)
 
 
 def resolve_engine(engine: str | None, maintenance: bool = False) -> str:
@@ -525,12 +439,6 @@ def resolve_engine(engine: str | None, maintenance: bool = False) -> str:
     if engine not in choices:
         raise IdivmError(f"unknown engine {engine!r}: choose {', '.join(choices[:-1])} or {choices[-1]}")
     return engine
-
-
-def _check_mode(mode: str) -> None:
-    if mode not in MODES:
-        raise IdivmError(f"unknown mode {mode!r}; choose one of: {', '.join(MODES)}")
-
 
 
 def connect(dsn: str | None = None, source: str = "connect(dsn)") -> Engine:

@@ -10,7 +10,7 @@
     def downgrade():
         op.drop_view("orders_per_day")
 
-They run in the migration's own transaction (operate/declare.py), so a migration that fails
+They run in the migration's own transaction (operate/registration.py), so a migration that fails
 leaves neither its tables nor its views behind. They need a live connection: alembic's offline
 mode (`--sql`) cannot compile a view against tables that exist only in the script, and is refused.
 """
@@ -18,8 +18,13 @@ from __future__ import annotations
 
 from alembic.operations import MigrateOperation, Operations
 
-from .errors import IdivmError
-from .operate.declare import drop_in, register_in
+from .catalog.migrate import catalog_installed
+from .errors import IdivmError, UnknownObject
+from .operate.install import install_or_upgrade
+from .operate.registration import CallerTransaction, Request, drop, register
+from .catalog import repository as catalog
+from .names import parse_name
+from .engines.postgres.materialize import create_as
 
 
 @Operations.register_operation("register_view")
@@ -64,10 +69,17 @@ def _online(operations: Operations, what: str):
 
 @Operations.implementation_for(RegisterViewOp)
 def _register_view(operations: Operations, operation: RegisterViewOp) -> str:
-    return register_in(_online(operations, "register_view"), operation.name, operation.sql, operation.strategy,
-                       operation.mode, operation.replace, operation.if_not_exists)
+    conn = _online(operations, "register_view")
+    install_or_upgrade(conn)
+    return register(CallerTransaction(conn), Request(operation.name, operation.sql, operation.strategy, operation.mode,
+                                                     replace=operation.replace,
+                                                     if_not_exists=operation.if_not_exists), create_as)
 
 
 @Operations.implementation_for(DropViewOp)
 def _drop_view(operations: Operations, operation: DropViewOp) -> None:
-    drop_in(_online(operations, "drop_view"), operation.name)
+    conn = _online(operations, "drop_view")
+    row = catalog.view_by_name(conn, *parse_name(operation.name)) if catalog_installed(conn) else None
+    if row is None:
+        raise UnknownObject(f'no maintained view named "{operation.name}"')
+    drop(conn, row, operation.name)

@@ -138,13 +138,14 @@ def test_a_fill_that_waited_for_the_ddl_reads_what_it_committed(fresh_db, engine
 
 @pytest.mark.parametrize("ddl", sorted(DDL))
 def test_registration_in_a_callers_older_snapshot_refuses(fresh_db, engine, tables, ddl):
-    """op.register_view runs in the caller's transaction (operate/declare.py): at REPEATABLE READ its
+    """op.register_view runs in the caller's transaction (CallerTransaction, operate/registration.py): at REPEATABLE READ its
     snapshot may predate a DDL that committed before the registration locked the tables, and the
     fill would read the table as empty. It refuses in one line; nothing is created."""
     import sqlalchemy as sa
 
     from idivm.errors import IdivmError
-    from idivm.operate.declare import register_in
+    from idivm.engines.postgres.materialize import create_as
+    from idivm.operate.registration import CallerTransaction, Request, register
 
     with engine.sa.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
         with conn.begin():
@@ -153,7 +154,7 @@ def test_registration_in_a_callers_older_snapshot_refuses(fresh_db, engine, tabl
                 for statement in DDL[ddl]:
                     writer.execute(statement)
             with pytest.raises(IdivmError, match="public.r was truncated or rewritten after its snapshot") as e:
-                register_in(conn, "v", SQL)
+                register(CallerTransaction(conn), Request("v", SQL), create_as)
             assert "\n" not in str(e.value)
     assert engine.list() == []
     engine.register_view("v", SQL)  # in a transaction of its own, it reads what the DDL committed

@@ -168,9 +168,17 @@ def test_alembic_operations_run_in_the_migration_transaction(fresh_db, shop):
             with migrations.begin() as conn:
                 conn.execute(sa.text("INSERT INTO orders VALUES (301, 1, 50)"))  # logged: big_orders reads orders
                 _ops(conn).register_view("also_big", ORDERS)
+        with pytest.raises(idivm.IdivmError, match="unknown strategy 'fast'; choose one of"):
+            with migrations.begin() as conn:
+                _ops(conn).register_view("also_big", ORDERS, strategy="fast")
+        with migrations.begin() as conn:  # the mode alone changes: rebuilt in the migration's transaction
+            assert _ops(conn).register_view("big_orders", ORDERS, mode="immediate", replace=True) == "replaced"
+            conn.execute(sa.text("INSERT INTO orders VALUES (302, 2, 70)"))
+        assert [(s.view, s.mode) for s in engine.status()] == [("public.big_orders", "immediate")]
+        assert_equal_multiset(db, "big_orders", ORDERS, ["id", "customer", "amount"])
         with migrations.begin() as conn:
             op = _ops(conn)
-            assert op.register_view("big_orders", ORDERS, replace=True) == "unchanged"
+            assert op.register_view("big_orders", ORDERS, mode="immediate", replace=True) == "unchanged"
             op.invoke(_register_op("big_orders", ORDERS).reverse())  # a downgrade: drop_view
         assert db.execute("SELECT to_regclass('big_orders')").fetchone() == (None,)
         assert [s.view for s in engine.status()] == []

@@ -88,6 +88,11 @@ def set_deferred_from_now(conn: Connection, view_id: int) -> None:
                          "last_snapshot = CAST(pg_current_snapshot() AS text) WHERE id = :v"), {"v": view_id})
 
 
+def set_last_snapshot(conn: Connection, view_id: int, snapshot: str) -> None:
+    """Set the snapshot up to which the view has consumed its inputs' changes (pg_snapshot text)."""
+    conn.execute(sa.text("UPDATE idivm.views SET last_snapshot = :s WHERE id = :v"), {"s": snapshot, "v": view_id})
+
+
 POLICY_COLUMNS = ("policy_every", "policy_max_pending", "policy_max_staleness", "policy_engine")
 
 
