@@ -17,8 +17,10 @@ from .dsn import resolve_dsn, sqlalchemy_url
 from .errors import DatabaseUnavailable, IdivmError, Stale, UnknownObject, first_line
 from .frontend.build_plan import parse_one
 from .engines import AUTO, ENGINES
-from .engines.postgres.materialize import create_as
+from .engines.postgres.grants import grant_select
+from .engines.postgres.materialize import create_as, differences
 from .engines.postgres.executor import MaintenanceReport, maintain_view, stored_script
+from .introspect.session import current_database, role_exists
 from .operate.engine_choice import EngineChoice, choice_for
 from .operate.dependencies import dependency_order, edges
 from .operate.explain import explain_query, explain_unminimized, explain_view
@@ -29,7 +31,6 @@ from .operate.registration import (OwnTransactions, Request, check_mode, drop, q
                                    switch_mode)
 from .operate.status import ViewStatus, view_statuses
 from .names import display_name, parse_name
-from .sqltext import ident, qualified, run
 
 @dataclass
 class VerifyResult:
@@ -78,7 +79,7 @@ class Engine:
         """Install or upgrade the catalog schema (idempotent); returns what it did, in a line."""
         with self.sa.begin() as conn:
             before = install_or_upgrade(conn)
-            database = conn.execute(sa.text("SELECT current_database()")).scalar()
+            database = current_database(conn)
             watching = event_triggers_installed(conn)
         self._catalog_ok = True
         if before is None:
@@ -309,11 +310,8 @@ class Engine:
         def compare(conn: Connection) -> None:
             row = catalog.view_by_id(conn, vid)
             result.columns = list(row.output_columns)
-            cols = ", ".join(ident(c) for c in row.output_columns)
-            query = parse_one(row.definition).sql("postgres")
-            table = qualified(row.schema_name, row.view_name)
-            result.missing = run(conn, f"SELECT {cols} FROM ({query}) AS q EXCEPT ALL SELECT {cols} FROM {table}").fetchall()
-            result.extra = run(conn, f"SELECT {cols} FROM {table} EXCEPT ALL SELECT {cols} FROM ({query}) AS q").fetchall()
+            result.missing, result.extra = differences(conn, row.schema_name, row.view_name, row.output_columns,
+                                                       parse_one(row.definition))
             result.ok = not result.missing and not result.extra
 
         maintain_view(self.sa, vid, shown, before_commit=compare)
@@ -404,9 +402,9 @@ class Engine:
         caches or the logs, which it does not need to read the view)."""
         with self.sa.begin() as conn:
             row = self._view(conn, name)
-            if not conn.execute(sa.text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": role}).first():
+            if not role_exists(conn, role):
                 raise UnknownObject(f'role "{role}" does not exist')
-            run(conn, f"GRANT SELECT ON {qualified(row.schema_name, row.view_name)} TO {ident(role)}")
+            grant_select(conn, row.schema_name, row.view_name, role)
 
     def drop_view(self, name: str) -> None:
         """Drop the maintained table, its script, and capture no other view needs."""

@@ -120,7 +120,7 @@ def test_maintain_in_the_callers_transaction_refuses_in_one_line(fresh_db, engin
 @pytest.mark.parametrize("ddl", sorted(DDL))
 @pytest.mark.parametrize("entry", ["register", "refresh"])
 def test_a_fill_that_waited_for_the_ddl_reads_what_it_committed(fresh_db, engine, tables, entry, ddl):
-    """Registration and refresh lock their base tables before their snapshot (operate/table_locks.py):
+    """Registration and refresh lock their base tables before their snapshot (engines/postgres/table_locks.py):
     a DDL committed while they wait is in what they read."""
     if entry == "refresh":
         engine.register_view("v", SQL)

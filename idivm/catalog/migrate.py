@@ -5,7 +5,9 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
+
 
 def _migrations() -> Path:
     """The alembic environment: the checkout's top-level migrations/, installed (the wheel, or an
@@ -29,14 +31,23 @@ HEAD = "0001"  # the newest revision under migrations/versions (checked by a tes
 
 
 def catalog_revision(conn: Connection) -> str | None:
-    from sqlalchemy import text
-
     if not conn.execute(text("SELECT to_regclass('idivm.alembic_version') IS NOT NULL")).scalar():
         return None
     return conn.execute(text("SELECT version_num FROM idivm.alembic_version")).scalar()
 
 
-def catalog_installed(conn: Connection) -> bool:
-    from sqlalchemy import text
+INSTALL_LOCK = 7411  # advisory lock class: one installer or upgrader at a time
 
+
+def lock_installation(conn: Connection) -> None:
+    """Wait for any other install, upgrade or uninstall; hold the lock to the transaction's end."""
+    conn.execute(text("SELECT pg_advisory_xact_lock(:c)"), {"c": INSTALL_LOCK})
+
+
+def drop_catalog(conn: Connection) -> None:
+    """The idivm schema and everything in it."""
+    conn.execute(text("DROP SCHEMA IF EXISTS idivm CASCADE"))
+
+
+def catalog_installed(conn: Connection) -> bool:
     return conn.execute(text("SELECT to_regclass('idivm.views') IS NOT NULL")).scalar()

@@ -10,12 +10,13 @@ Rows are SQLAlchemy Rows with the catalog's column names.
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..introspect.reflect import columns_json
-from ..sqltext import run_batch, string_literal
+from ..sqltext import qualified, run_batch, string_literal
 
 # -- views ------------------------------------------------------------------------------------
 
@@ -91,6 +92,43 @@ def set_deferred_from_now(conn: Connection, view_id: int) -> None:
 def set_last_snapshot(conn: Connection, view_id: int, snapshot: str) -> None:
     """Set the snapshot up to which the view has consumed its inputs' changes (pg_snapshot text)."""
     conn.execute(sa.text("UPDATE idivm.views SET last_snapshot = :s WHERE id = :v"), {"s": snapshot, "v": view_id})
+
+
+def rewritten_since_snapshot(conn: Connection, tables: set[tuple[str, str]]) -> str | None:
+    """The first of these tables (schema, name) truncated or rewritten after the transaction's
+    snapshot was taken, as idivm.rewritten_since_snapshot names it; None if none was."""
+    names = [qualified(s, t) for s, t in sorted(tables)]
+    return conn.execute(sa.text("SELECT idivm.rewritten_since_snapshot(CAST(:t AS regclass[]))"), {"t": names}).scalar()
+
+
+def logged_in_this_transaction(conn: Connection, captured_id: int) -> bool:
+    """Whether the captured table's log holds a change of this transaction (a table read by
+    immediate views alone keeps no log)."""
+    log = conn.execute(sa.text("SELECT log_table FROM idivm.captured_tables "
+                               "WHERE id = :c AND to_regclass(log_table) IS NOT NULL"), {"c": captured_id}).scalar()
+    return log is not None and conn.exec_driver_sql(
+        f"SELECT 1 FROM {log} WHERE xid = pg_current_xact_id_if_assigned() LIMIT 1").first() is not None
+
+
+def storage_bytes(conn: Connection) -> dict[int, tuple[int, int]]:
+    """view id -> (bytes of its storage table, bytes of its caches and maps), in one statement."""
+    rows = conn.execute(sa.text(
+        "SELECT v.id, coalesce(pg_total_relation_size(to_regclass('idivm.view_' || v.id)), 0), "  # names.storage_table
+        "(SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+        " JOIN pg_namespace n ON n.oid = c.relnamespace "
+        " WHERE n.nspname = 'idivm' AND c.relkind IN ('r', 'p') "
+        "   AND (c.relname = 'cache_' || v.id OR c.relname LIKE 'map\\_' || v.id || '\\_%')) "
+        "FROM idivm.views v")).all()
+    return {r[0]: (int(r[1]), int(r[2])) for r in rows}
+
+
+def auxiliary_tables(conn: Connection, view_id: int) -> list[str]:
+    """The names (in schema idivm) of a view's cache and maps."""
+    return [r[0] for r in conn.execute(sa.text(
+        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = 'idivm' AND c.relkind IN ('r', 'p') "
+        "AND (c.relname = :cache OR c.relname LIKE :maps) ORDER BY 1"),
+        {"cache": f"cache_{view_id}", "maps": f"map\\_{view_id}\\_%"}).all()]
 
 
 POLICY_COLUMNS = ("policy_every", "policy_max_pending", "policy_max_staleness", "policy_engine")
@@ -373,6 +411,23 @@ def capture_logging(conn: Connection) -> list[sa.Row]:
 def immediate_views(conn: Connection) -> list[sa.Row]:
     return conn.execute(sa.text(
         "SELECT id, schema_name, view_name FROM idivm.views WHERE mode = 'immediate' ORDER BY id")).all()
+
+
+def pending_by_log(conn: Connection, view_id: int, snapshot: str, logs: list[str]
+                   ) -> dict[str, tuple[int, datetime | None]]:
+    """Per log: committed rows not yet consumed by the view, and the oldest one's time (one statement)."""
+    if not logs:
+        return {}
+    parts = [f"SELECT {k} AS log, count(*) AS n, min(l.logged_at) AS oldest FROM {log} AS l "
+             f"WHERE {unconsumed('l', view_id, snapshot)}" for k, log in enumerate(logs)]
+    rows = conn.exec_driver_sql(" UNION ALL ".join(parts)).all()
+    return {logs[r[0]]: (int(r[1]), r[2].astimezone(timezone.utc) if r[2] else None) for r in rows}
+
+
+def unconsumed_count(conn: Connection, log_table: str, view_id: int, snapshot: str) -> int:
+    """How many rows of a log the view has not consumed yet (`snapshot`: its last_snapshot)."""
+    return int(conn.exec_driver_sql(
+        f"SELECT count(*) FROM {log_table} AS l WHERE {unconsumed('l', view_id, snapshot)}").scalar())
 
 
 def unconsumed(log_alias: str, view_id: int, snapshot: str | None = None, snapshot_sql: str | None = None) -> str:

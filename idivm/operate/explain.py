@@ -9,15 +9,16 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..catalog import repository as catalog
-from ..engines.postgres.render import format_rendered, format_statements, sql as pg_sql
+from ..engines.postgres.materialize import create_empty
+from ..engines.postgres.render import format_rendered, format_statements
 from ..engines.spark.executor import spark_plan
 from ..frontend.build_plan import ignored_clauses
+from ..introspect.session import current_schema
 from ..names import display_name
 from ..program.printer import format_program
 from ..program.serialize import from_json
 from ..strategies.higher_order.target import STRATEGY as HIGHER_ORDER
 from .engine_choice import engine_summary
-from ..sqltext import run
 from .install import install_or_upgrade
 from .registry import compile_program, register_locked
 from .summary import summary
@@ -63,17 +64,12 @@ def explain_query(conn: Connection, sql: str, strategy: str) -> str:
     answer is the registration's own, refusals included, on a database where nothing is
     registered too; nothing of it stays."""
     install_or_upgrade(conn)
-    schema = conn.execute(sa.text("SELECT current_schema()")).scalar()
+    schema = current_schema(conn)
     name = f"idivm_dry_run_{uuid.uuid4().hex[:12]}"
-    register_locked(conn, schema, name, sql, strategy, True, fill=_empty)
+    register_locked(conn, schema, name, sql, strategy, True, fill=create_empty)
     text = explain_view(conn, catalog.view_by_name(conn, schema, name))
     return ("dry run: what `idivm register-view` would create; nothing was created or kept\n\n"
             + text.replace(display_name(schema, name), "(the view)"))
-
-
-def _empty(conn, table: str, query) -> None:
-    """A dry run's fill: the table as the query types it, without its rows."""
-    run(conn, f"CREATE TABLE {table} AS {pg_sql(query)} WITH NO DATA")
 
 
 def explain_unminimized(conn: Connection, row: sa.Row) -> str:

@@ -26,6 +26,7 @@ from ..catalog import repository as catalog
 from ..errors import IdivmError
 from ..frontend.build_plan import compile_view_sql, parse_one
 from ..introspect.provider import PostgresSchema
+from ..introspect.session import current_schema
 from ..names import display_name, parse_name
 from ..strategies.choose import AUTO, choose_strategy
 from ..strategies.targets import STRATEGIES
@@ -125,7 +126,7 @@ def plan_folder(conn: Connection, directory: Path, prune: bool) -> list[Change]:
     """What applying the folder does, in the order it does it: creates and replaces (a view after
     the files' views it reads), then, with prune, drops (readers first), then the unchanged views.
     A declared view whose file reads a view to be pruned is an error naming both."""
-    current = conn.execute(sa.text("SELECT current_schema()")).scalar()
+    current = current_schema(conn)
     files = read_folder(directory, current)
     registered = {(r.schema_name, r.view_name): r for r in catalog.all_views(conn)}
     declared = {(f.schema, f.view): f for f in files}

@@ -2,30 +2,27 @@
 migration_ops.py, which run it inside the user's migration transaction, and `idivm uninstall`)."""
 from __future__ import annotations
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..capture.partitions import install_sync_function
 from ..capture import drop_capture
+from ..capture.partitions import install_sync_function
 from ..capture.schema_changes import drop_event_triggers, event_triggers_installed, install_event_triggers
-from ..catalog import repository as catalog
 from ..capture.triggers import reinstall_functions
-from ..catalog.migrate import HEAD, catalog_installed, catalog_revision, upgrade_catalog
+from ..catalog import repository as catalog
+from ..catalog.migrate import (HEAD, catalog_installed, catalog_revision, drop_catalog, lock_installation,
+                              upgrade_catalog)
+from ..engines.postgres.facade import install_refuse_function
 from ..engines.postgres.server_maintenance import install_all_view_functions, install_functions
 from ..names import display_name
 from .dependencies import dependency_order, edges
 from .policy import notify_threshold
-from .facade import install_refuse_function
 from .registry import drop_locked, sync_immediate
-
-INSTALL_LOCK = 7411  # advisory lock class: one installer or upgrader at a time
-
 
 def install_or_upgrade(conn: Connection) -> str | None:
     """Bring the catalog to this idivm's revision, with the server-side functions, capture and
     immediate triggers as this idivm writes them (idempotent; in the caller's transaction).
     Returns the revision the database was at (None: idivm was not installed)."""
-    conn.execute(sa.text("SELECT pg_advisory_xact_lock(:c)"), {"c": INSTALL_LOCK})
+    lock_installation(conn)
     before = catalog_revision(conn)
     upgrade_catalog(conn)
     if before != HEAD:  # server-side functions as this idivm writes them
@@ -47,7 +44,7 @@ def uninstall(conn: Connection) -> list[str]:
     triggers, the event triggers, and the `idivm` schema. Base tables and their rows are not
     touched. Returns the dropped views. Fails as a whole (nothing dropped) when something of the
     user's depends on a view's table, e.g. a PostgreSQL view over it."""
-    conn.execute(sa.text("SELECT pg_advisory_xact_lock(:c)"), {"c": INSTALL_LOCK})
+    lock_installation(conn)
     dropped: list[str] = []
     if catalog_installed(conn):
         drop_event_triggers(conn)  # first: they would look up every table dropped below in the catalog
@@ -59,5 +56,5 @@ def uninstall(conn: Connection) -> list[str]:
             drop_capture(conn, cid)
     else:
         drop_event_triggers(conn)
-    conn.execute(sa.text("DROP SCHEMA IF EXISTS idivm CASCADE"))
+    drop_catalog(conn)
     return dropped

@@ -4,8 +4,8 @@ A rebuild drops the views' tables and registers them again, inputs first, in one
 holds their base tables against writers: readers see the old contents until it commits, then the
 new. The views over a replaced view keep their definitions and are compiled against its new
 columns; one that no longer compiles is named and nothing changes. Policies, modes, the
-privileges granted on the views (operate/grants.py) and the indexes added to their storage tables
-(operate/indexes.py) are kept.
+privileges granted on the views (engines/postgres/grants.py) and the indexes added to their storage tables
+(engines/postgres/indexes.py) are kept.
 """
 from __future__ import annotations
 
@@ -16,15 +16,16 @@ from sqlalchemy.engine import Connection
 from ..algebra.plan import base_tables
 from ..capture.triggers import reinstall_functions
 from ..catalog import repository as catalog
+from ..engines.postgres.grants import restore_grants, saved_grants
+from ..engines.postgres.indexes import restore_indexes, saved_indexes
 from ..engines.postgres.materialize import Fill
 from ..errors import IdivmError, first_line
 from ..frontend.build_plan import compile_view_sql
 from ..introspect.provider import PostgresSchema
+from ..introspect.session import current_schema
 from ..names import display_name, storage_table
 from .dependencies import dependency_order, edges
 from .folder import tables_named
-from .grants import restore_grants, saved_grants
-from .indexes import restore_indexes, saved_indexes
 from .policy import notify_threshold
 from .registry import drop_locked, drop_unread_capture, make_immediate_locked, readers_closure, register_locked
 
@@ -53,7 +54,7 @@ def rebuild_plan(conn: Connection, row: sa.Row, verb: str, new: Wanted | None = 
             if r.id == row.id and r.id in new:
                 raise
             if r.id in new:  # a new definition over a view rebuilt before it: it compiles once that one is
-                current = conn.execute(sa.text("SELECT current_schema()")).scalar()
+                current = current_schema(conn)
                 tables |= tables_named(wanted[r.id][0], current)
                 continue
             raise IdivmError(f'cannot {verb}: the definition of {display_name(r.schema_name, r.view_name)} no '

@@ -29,21 +29,21 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..algebra.plan import base_tables
-from ..capture.triggers import log_table
 from ..catalog import repository as catalog
-from ..engines.postgres.executor import LOCK_CLASS, MaintenanceReport, run_maintenance
+from ..engines.postgres.executor import MaintenanceReport, run_maintenance
+from ..engines.postgres.maintenance_lock import lock_view
 from ..engines.postgres.materialize import Fill
+from ..engines.postgres.table_locks import begin_with_writers_locked_out, lock_against_writers
 from ..errors import IdivmError
 from ..frontend.build_plan import compile_view_sql
 from ..introspect.provider import PostgresSchema
+from ..introspect.session import current_schema, current_xid
 from ..names import display_name, parse_name
-from ..sqltext import qualified, run
 from ..strategies.targets import STRATEGIES
 from .dependencies import dependents
 from .folder import what_differs
 from .rebuild import Wanted, query_failed, rebuild_locked, rebuild_plan
 from .registry import MODES, drop_locked, make_immediate_locked, register_locked, sync_immediate
-from .table_locks import begin_with_writers_locked_out
 
 Tables = set[tuple[str, str]]  # (schema, name)
 
@@ -95,7 +95,7 @@ def register(tx: Transactions, request: Request, fill: Fill) -> str:
     schema, view = parse_name(request.name)
     with tx.reading() as conn:
         compiled = compile_view_sql(PostgresSchema(conn), request.sql)  # refuse early, before any lock
-        schema = schema or conn.execute(sa.text("SELECT current_schema()")).scalar()
+        schema = schema or current_schema(conn)
         existing = catalog.view_by_name(conn, schema, view) if (request.replace or request.if_not_exists) else None
         why = "" if existing is None or request.if_not_exists else (
             what_differs(conn, existing, request.sql, request.strategy, request.mode, lambda: compiled.plan)
@@ -137,7 +137,7 @@ def switch_mode(tx: Transactions, row: sa.Row, mode: str) -> None:
     with tx.reading() as conn:
         tables = {(t.schema_name, t.table_name) for t in catalog.view_inputs(conn, row.id)}
     with tx.writers_blocked(tables, [(row.schema_name, row.view_name)]) as conn:
-        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:c, :v)"), {"c": LOCK_CLASS, "v": row.id})
+        lock_view(conn, row.id)
         if mode == "immediate":
             report = MaintenanceReport(view=display_name(row.schema_name, row.view_name))
             run_maintenance(conn, row.id, report, None)  # catch up, in this transaction
@@ -212,18 +212,14 @@ class CallerTransaction:
         if not tables:
             return
         conn = self.conn
-        names = [qualified(s, t) for s, t in sorted(tables)]
-        run(conn, f"LOCK TABLE {', '.join(names)} IN SHARE ROW EXCLUSIVE MODE")
-        moved = conn.execute(sa.text("SELECT idivm.rewritten_since_snapshot(CAST(:t AS regclass[]))"),
-                             {"t": names}).scalar()
+        lock_against_writers(conn, tables)
+        moved = catalog.rewritten_since_snapshot(conn, tables)
         if moved is not None:  # a REPEATABLE READ migration whose snapshot predates a TRUNCATE: it would fill from nothing
             raise IdivmError(f"cannot register the view in this transaction: {moved} was truncated or rewritten "
                              "after its snapshot; run the migration again")
         for schema, table in sorted(tables):
             cid = catalog.captured_id(conn, schema, table)
-            if cid is None or conn.execute(sa.text("SELECT to_regclass(:q) IS NULL"), {"q": log_table(cid)}).scalar():
-                continue
-            if run(conn, f"SELECT 1 FROM {log_table(cid)} WHERE xid = pg_current_xact_id_if_assigned() LIMIT 1").fetchone():
+            if cid is not None and catalog.logged_in_this_transaction(conn, cid):
                 raise IdivmError(f"register the view before writing to {display_name(schema, table)} in the same "
                                  "transaction: its writes so far would be counted twice")
 
@@ -233,7 +229,7 @@ class CallerTransaction:
         and never reach the view. Its own xid is added to the in-progress list of each view's stored
         snapshot, so they are its first window (the writes before it were refused by _lock)."""
         conn = self.conn
-        own = int(conn.execute(sa.text("SELECT CAST(pg_current_xact_id() AS text)")).scalar())
+        own = current_xid(conn)
         for schema, view in views:
             row = catalog.view_by_name(conn, schema, view)
             xmin, xmax, xip = row.last_snapshot.split(":")

@@ -12,23 +12,24 @@ from ..capture import drop_capture, ensure_capture
 from ..capture.triggers import reinstall_functions, sync_logging
 from ..catalog import repository as catalog
 from ..engines.postgres import immediate
-from ..engines.postgres.materialize import Fill, create_as, create_tables
+from ..engines.postgres.facade import create_facade, drop_facade
+from ..engines.postgres.materialize import Fill, create_as, create_tables, drop_table
 from ..engines.postgres.render import delta_table_name, render_namings, sql as pg_sql
 from ..engines.postgres.server_maintenance import drop_view_function, install_view_function, view_delta
 from ..errors import IdivmError, UnknownObject
 from ..frontend.build_plan import CompiledView, compile_view_sql, parse_one
 from ..introspect.provider import PostgresSchema
 from ..introspect.reflect import own_equality_columns, still_as_reflected
+from ..introspect.session import relation_exists, schema_exists
+from ..names import display_name, storage_table
 from ..program.serialize import targets, to_json
 from ..program.steps import written_tables
-from ..names import display_name, storage_table
-from ..sqltext import column_types, qualified, run
+from ..sqltext import column_types, qualified
 from ..strategies.aggregate_target import cache_name
 from ..strategies.choose import AUTO, resolve_auto
 from ..strategies.higher_order.target import HigherOrderTarget
 from ..strategies.targets import build_program, diff_schemas_of, make_target
 from .dependencies import dependency_order, edges
-from .facade import create_facade, drop_facade
 from .policy import notify_threshold
 
 MODES = ("deferred", "immediate")
@@ -45,14 +46,14 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
     if compiled is None or not still_as_reflected(conn, compiled.tables.values()):
         compiled = compile_view_sql(PostgresSchema(conn), sql)
     shown = f"{schema}.{view}"
-    if conn.execute(sa.text("SELECT to_regclass(:q) IS NOT NULL"), {"q": qualified(schema, view)}).scalar():
+    if relation_exists(conn, qualified(schema, view)):
         if catalog.view_by_name(conn, schema, view):
             raise IdivmError(f'cannot register "{shown}": a maintained view with that name already exists; register '
                              "it with --replace to rebuild it from this query (replace=True in Python), or with "
                              "--if-not-exists to keep it as it is (if_not_exists=True)")
         raise IdivmError(f'cannot register "{shown}": a table or view with that name already exists; choose another '
                          "name, or drop or rename it first")
-    if not conn.execute(sa.text("SELECT 1 FROM pg_namespace WHERE nspname = :s"), {"s": schema}).first():
+    if not schema_exists(conn, schema):
         raise UnknownObject(f'schema "{schema}" does not exist')
     plan = compiled.plan
     captured = {}
@@ -159,11 +160,11 @@ def drop_locked(conn: Connection, row: sa.Row, keep_capture: bool = False) -> No
     reads. Dropping a trigger locks its table against readers, Spark's fill among them)."""
     inputs = catalog.input_ids(conn, row.id)
     drop_facade(conn, row.schema_name, row.view_name)
-    run(conn, f"DROP TABLE IF EXISTS {qualified(*storage_table(row.id))}")
-    run(conn, f"DROP TABLE IF EXISTS {qualified('idivm', cache_name(row.id))}")
+    drop_table(conn, *storage_table(row.id))
+    drop_table(conn, "idivm", cache_name(row.id))
     program = catalog.program_of(conn, row.id)
     for schema, name in written_tables(targets(program)) if program is not None else ():
-        run(conn, f"DROP TABLE IF EXISTS {qualified(schema, name)}")  # its maps (and, if older, its table)
+        drop_table(conn, schema, name)  # its maps
     drop_view_function(conn, row.id)
     catalog.delete_view(conn, row.id)
     if row.mode == "immediate":

@@ -6,15 +6,15 @@ changes of one row into one); their age is that of the oldest one's writing tran
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..catalog import repository as catalog
+from ..introspect.session import server_now
 from ..names import display_name, storage_table
 from .policy import DEFAULT, Decision, Policy, ViewState, decide, policy_of
-from .storage import Storage, log_share, log_sizes, table_bytes
+from .storage import Storage, log_share, log_sizes
 
 
 @dataclass
@@ -51,19 +51,14 @@ class ViewStatus:
         }
 
 
-def now_utc(conn: Connection) -> datetime:
-    """The server's clock (the catalog's times are the server's; the client's may differ)."""
-    return conn.execute(sa.text("SELECT clock_timestamp()")).scalar_one().astimezone(timezone.utc)
-
-
 def view_statuses(conn: Connection, default: Policy = DEFAULT, now: datetime | None = None,
                   view_ids: list[int] | None = None, storage: bool = False) -> list[ViewStatus]:
     """Every view's status (those of view_ids only, if given); with storage, the bytes it uses too
     (operate/storage.py: sizes of its tables and a count of its logs, so not on the scheduler's path)."""
     rows = catalog.all_views(conn, order="name")
     inputs = catalog.all_inputs(conn)
-    now = now or now_utc(conn)
-    sizes = table_bytes(conn) if storage else {}
+    now = now or server_now(conn)  # the catalog's times are the server's; the client's may differ
+    sizes = catalog.storage_bytes(conn) if storage else {}
     log_bytes = log_sizes(conn, {i.log_table for i in inputs}) if storage else {}
     out = []
     for r in rows:
@@ -71,7 +66,7 @@ def view_statuses(conn: Connection, default: Policy = DEFAULT, now: datetime | N
             continue
         logs = [i for i in inputs if i.view_id == r.id]
         # an immediate view consumes no log: its changes were applied by the writers themselves
-        by_log = _pending(conn, r.id, r.last_snapshot, [i.log_table for i in logs]) if r.mode == "deferred" else {}
+        by_log = catalog.pending_by_log(conn, r.id, r.last_snapshot, [i.log_table for i in logs]) if r.mode == "deferred" else {}
         pending = sum(n for n, _ in by_log.values())
         oldest = min((t for _, t in by_log.values() if t is not None), default=None)
         state = ViewState(pending=pending, oldest_pending_at=oldest, last_maintained_at=r.last_maintained_at,
@@ -86,13 +81,3 @@ def view_statuses(conn: Connection, default: Policy = DEFAULT, now: datetime | N
             storage=Storage(*sizes.get(r.id, (0, 0)), log_share({k: n for k, (n, _) in by_log.items()}, log_bytes))
             if storage else None))
     return out
-
-
-def _pending(conn: Connection, view_id: int, snapshot: str, logs: list[str]) -> dict[str, tuple[int, datetime | None]]:
-    """Per log: committed rows not yet consumed by the view, and the oldest one's time (one statement)."""
-    if not logs:
-        return {}
-    parts = [f"SELECT {k} AS log, count(*) AS n, min(l.logged_at) AS oldest FROM {log} AS l "
-             f"WHERE {catalog.unconsumed('l', view_id, snapshot)}" for k, log in enumerate(logs)]
-    rows = conn.exec_driver_sql(" UNION ALL ".join(parts)).all()
-    return {logs[r[0]]: (int(r[1]), r[2].astimezone(timezone.utc) if r[2] else None) for r in rows}

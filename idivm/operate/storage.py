@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from ..introspect.session import relation_bytes, row_count
 from ..names import size_text
 
 
@@ -38,26 +38,13 @@ class Storage:
         return " + ".join(parts)
 
 
-def table_bytes(conn: Connection) -> dict[int, tuple[int, int]]:
-    """view id -> (bytes of its table, bytes of its caches and maps), in one statement."""
-    rows = conn.execute(sa.text(
-        "SELECT v.id, coalesce(pg_total_relation_size(to_regclass('idivm.view_' || v.id)), 0), "  # names.storage_table
-        "(SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
-        " JOIN pg_namespace n ON n.oid = c.relnamespace "
-        " WHERE n.nspname = 'idivm' AND c.relkind IN ('r', 'p') "
-        "   AND (c.relname = 'cache_' || v.id OR c.relname LIKE 'map\\_' || v.id || '\\_%')) "
-        "FROM idivm.views v")).all()
-    return {r[0]: (int(r[1]), int(r[2])) for r in rows}
-
-
 def log_sizes(conn: Connection, logs: set[str]) -> dict[str, tuple[int, int]]:
-    """log table (qualified) -> (bytes, rows)."""
+    """log table (qualified) -> (bytes, rows); a table read only by immediate views keeps no log."""
     out = {}
     for log in sorted(logs):
-        size = conn.execute(sa.text("SELECT pg_total_relation_size(to_regclass(:t))"), {"t": log}).scalar()
-        if size is None:  # a table read only by immediate views keeps no log
-            continue
-        out[log] = (int(size), int(conn.exec_driver_sql(f"SELECT count(*) FROM {log}").scalar()))
+        size = relation_bytes(conn, log)
+        if size is not None:
+            out[log] = (size, row_count(conn, log))
     return out
 
 

@@ -20,6 +20,7 @@ from ..catalog import repository as catalog
 from ..errors import IdivmError
 from ..frontend.build_plan import compile_view_sql
 from ..introspect.provider import PostgresSchema
+from ..introspect.session import relation_bytes, row_count
 from ..names import counted, display_name, size_text, storage_table
 from ..program.relations import BASE
 from ..program.serialize import from_json
@@ -95,18 +96,14 @@ def _why_general(plan: Aggregate) -> str:
 
 
 def _storage(conn: Connection, row: sa.Row) -> list[str]:
-    tables = [storage_table(row.id)] + [("idivm", r[0]) for r in conn.execute(sa.text(
-        "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = 'idivm' AND c.relkind IN ('r', 'p') "
-        "AND (c.relname = :cache OR c.relname LIKE :maps) ORDER BY 1"),
-        {"cache": f"cache_{row.id}", "maps": f"map\\_{row.id}\\_%"}).all()]
+    tables = [storage_table(row.id)] + [("idivm", name) for name in catalog.auxiliary_tables(conn, row.id)]
     out = []
     for schema, name in tables:
         table = qualified(schema, name)
-        size = conn.execute(sa.text("SELECT pg_total_relation_size(to_regclass(:t))"), {"t": table}).scalar()
+        size = relation_bytes(conn, table)
         if size is None:
             continue
-        rows = conn.exec_driver_sql(f"SELECT count(*) FROM {table}").scalar()
+        rows = row_count(conn, table)
         what = f"view {display_name(row.schema_name, row.view_name)}, stored in" if (schema, name) == storage_table(row.id) else (
             "cache" if name.startswith("cache_") else "map")
         out.append(f"{what} {display_name(schema, name)}: {counted(rows, 'row')}, {size_text(size)}")
@@ -117,8 +114,7 @@ def _storage(conn: Connection, row: sa.Row) -> list[str]:
             out.append(f"log of {display_name(i.schema_name, i.table_name)}: none (only immediate views read it)")
             continue
         size, rows = sizes[i.log_table]
-        waiting = 0 if row.mode == "immediate" else conn.exec_driver_sql(
-            f"SELECT count(*) FROM {i.log_table} AS l WHERE {catalog.unconsumed('l', row.id, row.last_snapshot)}").scalar()
+        waiting = 0 if row.mode == "immediate" else catalog.unconsumed_count(conn, i.log_table, row.id, row.last_snapshot)
         out.append(f"log of {display_name(i.schema_name, i.table_name)}: {counted(rows, 'row')}, {size_text(size)}; "
                    f"{waiting} not yet consumed by this view")
     return out

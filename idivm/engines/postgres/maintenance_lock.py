@@ -4,4 +4,12 @@ The Python executor takes it per session before the maintenance transaction's sn
 (executor.py), SQL-callable maintenance per transaction or per session (server_maintenance.py),
 the scheduler without waiting: all the same lock, so no two of them apply a view's changes at once.
 """
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
 LOCK_CLASS = 0x1D1B  # advisory lock namespace for view maintenance
+
+
+def lock_view(conn: Connection, view_id: int) -> None:
+    """Take the view's lock until the transaction ends (waiting for a maintainer that holds it)."""
+    conn.execute(sa.text("SELECT pg_advisory_xact_lock(:c, :v)"), {"c": LOCK_CLASS, "v": view_id})

@@ -34,6 +34,25 @@ def create_as(conn, table: str, query: exp.Query) -> None:
     run(conn, f"CREATE TABLE {table} {WITH_STORAGE} AS\n{sql(query)}")
 
 
+def create_empty(conn, table: str, query: exp.Query) -> None:
+    """The table as PostgreSQL types the query, without its rows (`explain --sql`'s dry run)."""
+    run(conn, f"CREATE TABLE {table} AS {sql(query)} WITH NO DATA")
+
+
+def drop_table(conn, schema: str, name: str) -> None:
+    run(conn, f"DROP TABLE IF EXISTS {qualified(schema, name)}")
+
+
+def differences(conn, schema: str, name: str, columns, query: exp.Query) -> tuple[list[tuple], list[tuple]]:
+    """The rows the query has and the relation lacks, and those it has and the query lacks, as
+    multisets over `columns` (`verify`)."""
+    cols = ", ".join(ident(c) for c in columns)
+    table = qualified(schema, name)
+    missing = run(conn, f"SELECT {cols} FROM ({sql(query)}) AS q EXCEPT ALL SELECT {cols} FROM {table}").fetchall()
+    extra = run(conn, f"SELECT {cols} FROM {table} EXCEPT ALL SELECT {cols} FROM ({sql(query)}) AS q").fetchall()
+    return missing, extra
+
+
 def create_spj_table(conn, target: Target, fill: Fill = create_as, group_lookups: bool = True) -> None:
     """The SPJ view (or intermediate cache), keyed by its hidden IDs, each scan's IDs indexed, and
     a cache's group keys where the aggregation rule looks groups up (`group_lookups`)."""

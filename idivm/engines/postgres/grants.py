@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from ..sqltext import ident, qualified, run
+from ...sqltext import ident, qualified, run
 
 _PRIVILEGES = {"SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER"}
 
@@ -25,6 +25,10 @@ def saved_grants(conn: Connection, schema: str, table: str) -> list[tuple[str, s
         "WHERE c.oid = to_regclass(:q) AND a.grantee <> c.relowner "
         "ORDER BY 1, 2"), {"q": qualified(schema, table)}).all()
     return [(r.grantee, r.privilege_type, r.is_grantable) for r in rows if r.privilege_type in _PRIVILEGES]
+
+
+def grant_select(conn: Connection, schema: str, relation: str, role: str) -> None:
+    run(conn, f"GRANT SELECT ON {qualified(schema, relation)} TO {ident(role)}")
 
 
 def restore_grants(conn: Connection, schema: str, table: str, grants: list[tuple[str, str, bool]]) -> None:

@@ -18,18 +18,28 @@ import time
 import psycopg
 from sqlalchemy.engine import Connection, RootTransaction
 
-from ..errors import IdivmError
-from ..names import display_name
-from ..sqltext import qualified, run
+from ...errors import IdivmError
+from ...names import display_name
+from ...sqltext import qualified, run
 
 LOCK_ATTEMPTS = 20  # each lost deadlock costs deadlock_timeout (1 s by default) and a short wait
+
+
+def lock_against_writers(conn: Connection, tables: set[tuple[str, str]]) -> None:
+    """Lock these tables (schema, name) against writers in the transaction `conn` is in (readers go
+    on); for a transaction someone else began, which cannot be begun again past a deadlock."""
+    run(conn, _lock_statement(tables))
+
+
+def _lock_statement(tables: set[tuple[str, str]]) -> str:
+    return f"LOCK TABLE {', '.join(qualified(s, t) for s, t in sorted(tables))} IN SHARE ROW EXCLUSIVE MODE"
 
 
 def begin_with_writers_locked_out(conn: Connection, tables: set[tuple[str, str]]) -> RootTransaction:
     """Begin a transaction on `conn` (its isolation level as set) whose first statement locks these
     tables (schema, name) in SHARE ROW EXCLUSIVE mode (readers go on); retried when it loses a
     deadlock with writers. Returns the begun transaction, to be used as a context manager."""
-    statement = f"LOCK TABLE {', '.join(qualified(s, t) for s, t in sorted(tables))} IN SHARE ROW EXCLUSIVE MODE"
+    statement = _lock_statement(tables)
     for attempt in range(1, LOCK_ATTEMPTS + 1):
         tx = conn.begin()
         try:

@@ -14,7 +14,7 @@ import re
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from ..sqltext import qualified, run
+from ...sqltext import qualified, run
 
 _ON = re.compile(r"^(CREATE (?:UNIQUE )?INDEX )(\S+)( ON (?:ONLY )?)(\S+\.\S+)( .*)$", re.S)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Connection
 
-from ..sqltext import ident, qualified, run, string_literal
+from ...sqltext import ident, qualified, run, string_literal
 
 REFUSE_WRITE = "idivm.refuse_view_write"
 READ_ONLY_TRIGGER = "idivm_read_only"
