@@ -20,13 +20,17 @@ import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 import idivm
+from helpers import CODEGEN_OFF
 
 # The tests' Spark batches are tiny and each test process starts its own JVM: its second compiler
-# (C2) and 16 tasks per shuffle cost more CPU than they save (docs/benchmarks.md, "The test suite").
-# Neither changes what Spark computes (two partitions still split every shuffle). A user's
+# (C2), 16 tasks per shuffle and Spark's code generation (Java source for each plan, compiled by
+# Janino) cost more CPU than they save (docs/benchmarks.md, "The test suite"). None changes what
+# Spark computes: two partitions still split every shuffle, and Spark's interpreted evaluation is
+# the one its code generation falls back to (Spark's own suite runs both).
+# test_spark_engine.py's main test runs with code generation (helpers.CODEGEN_OFF removed). A user's
 # IDIVM_SPARK_CONF wins.
 os.environ.setdefault("IDIVM_SPARK_CONF",
-                      "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 spark.sql.shuffle.partitions=2")
+                      f"spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 spark.sql.shuffle.partitions=2 {CODEGEN_OFF}")
 
 
 def _answers(dsn: str) -> bool:

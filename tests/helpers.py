@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from collections import Counter
 
+# Spark settings the tests run with (conftest.py says why) and one test runs without
+CODEGEN_OFF = "spark.sql.codegen.wholeStage=false spark.sql.codegen.factoryMode=NO_CODEGEN"
+
 
 def view_rows(conn, view: str, columns: list[str]) -> Counter:
     cols = ", ".join(f'"{c}"' for c in columns)

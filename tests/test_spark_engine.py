@@ -7,6 +7,7 @@ module is skipped, saying which is missing, where they are not. Every test uses 
 settings (local[*]: both cores of the CI machine), so the process starts one Spark session."""
 from __future__ import annotations
 
+import os
 import random
 from decimal import Decimal
 
@@ -17,7 +18,7 @@ import idivm
 from idivm.engines.spark.settings import SparkSettings
 from idivm.errors import IdivmError
 
-from helpers import assert_equal_multiset, spark_missing, throwaway_cluster
+from helpers import CODEGEN_OFF, assert_equal_multiset, spark_missing, throwaway_cluster
 
 
 
@@ -71,7 +72,9 @@ def _writes(db, rng: random.Random) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["id", "tuple", "higher-order"])
-def test_views_maintained_on_spark_equal_their_queries_and_postgres(engine, shop, strategy):
+def test_views_maintained_on_spark_equal_their_queries_and_postgres(engine, shop, strategy, monkeypatch):
+    # as users run Spark: with its code generation, which the other tests turn off (conftest.py)
+    monkeypatch.setenv("IDIVM_SPARK_CONF", " ".join(os.environ["IDIVM_SPARK_CONF"].replace(CODEGEN_OFF, "").split()))
     for name, (sql, _) in VIEWS.items():
         engine.register_view(f"{name}_spark", sql, strategy=strategy)
         engine.register_view(f"{name}_pg", sql, strategy=strategy)

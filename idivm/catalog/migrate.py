@@ -3,8 +3,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
@@ -21,6 +19,11 @@ MIGRATIONS = _migrations()
 
 
 def upgrade_catalog(conn: Connection) -> None:
+    """Run the migrations from the catalog's revision to HEAD (alembic is imported here only: a
+    command that finds the catalog at HEAD, as nearly all do, does not pay for its import)."""
+    from alembic import command
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     cfg.attributes["connection"] = conn

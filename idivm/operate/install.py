@@ -24,7 +24,8 @@ def install_or_upgrade(conn: Connection) -> str | None:
     Returns the revision the database was at (None: idivm was not installed)."""
     lock_installation(conn)
     before = catalog_revision(conn)
-    upgrade_catalog(conn)
+    if before != HEAD:
+        upgrade_catalog(conn)
     if before != HEAD:  # server-side functions as this idivm writes them
         install_functions(conn)  # maintenance callable from SQL, and the log pruning every maintainer calls
         install_sync_function(conn)
