@@ -199,8 +199,10 @@ def _truncate_or_rewrite(conn, rng: random.Random) -> None:
     if rng.random() < 0.5:
         conn.execute(f"TRUNCATE {t}")
         conn.execute(f"INSERT INTO {t} (k, x, {other}) SELECT g, nullif(g % 6, 5), g % 4 FROM generate_series(1, 12) AS g")
-    elif conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'pad' "
-                      "AND NOT attisdropped", (t,)).fetchone()[0]:
+        return
+    conn.execute(f"LOCK TABLE {t} IN ACCESS EXCLUSIVE MODE")  # another writer's ALTER must not come between
+    if conn.execute("SELECT count(*) FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'pad' "
+                    "AND NOT attisdropped", (t,)).fetchone()[0]:
         conn.execute(f"ALTER TABLE {t} ALTER COLUMN pad TYPE numeric")  # rewrites the table
         conn.execute(f"ALTER TABLE {t} DROP COLUMN pad")
     else:

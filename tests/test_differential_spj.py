@@ -39,6 +39,9 @@ AUTO_STRATEGY: dict[str, str] = {}  # v_auto's qualified name -> the strategy au
 # transaction (engines/postgres/server_maintenance.py), its strategy taken in turn from SQL_STRATEGIES
 SQL_STRIDE = int(os.environ.get("IDIVM_TEST_SQL_STRIDE", "3"))
 SQL_STRATEGIES = ("id", "tuple", "higher-order")
+# the refusals of generated views that docs/sql-support.md lists as not maintained yet: such a view
+# is set aside (Hypothesis draws another) and counted in the session's summary
+KNOWN_REFUSALS = ("a RIGHT or FULL JOIN whose condition reads only tables joined ON TRUE",)
 
 
 
@@ -372,6 +375,12 @@ def _register_every_strategy(engine, conn, sql: str, names: list[str], rounds, t
     names.clear()
     try:
         chosen = _register_auto(engine, f"{schema}.v_auto", sql, names)
+    except idivm.UnsupportedQuery as e:  # only a refusal docs/sql-support.md lists, counted in the summary
+        known = next((k for k in KNOWN_REFUSALS if k in str(e)), None)
+        if known is None:
+            raise
+        STATS.setdefault("refused_as_documented", {})[known] = STATS.get("refused_as_documented", {}).get(known, 0) + 1
+        reject()
     except idivm.IdivmError as e:  # a generated query PostgreSQL itself rejects (e.g. text = int)
         if not str(e).startswith("PostgreSQL rejected the view's query"):
             raise

@@ -340,7 +340,8 @@ def _left_rows(left: list[tuple[exp.Table, str, list[exp.Expression]]], need: se
             kept.append((t, []))  # all its rows are on the left
             break
         if side == "FULL" and not need:
-            raise refuse("a RIGHT JOIN whose condition reads no table on its left, after a FULL JOIN")
+            raise refuse("a RIGHT or FULL JOIN whose condition reads only tables joined ON TRUE (or on themselves alone) "
+                         "after a FULL JOIN")
         if name not in need and side in ("LEFT", "FULL"):
             continue  # drops no row of what it joins
         earlier = {s.alias_or_name for s, _, _ in left[:pos]}
