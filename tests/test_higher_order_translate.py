@@ -15,7 +15,8 @@ from idivm.calculus.evaluate import evaluate
 from idivm.errors import UnsupportedQuery
 from idivm.frontend.build_plan import compile_view_sql
 from idivm.introspect.provider import PostgresSchema
-from idivm.strategies.higher_order.translate import SLOT, VAR, translate
+from idivm.strategies.higher_order.scope import SlotValue, Variable
+from idivm.strategies.higher_order.translate import translate
 
 VIEWS = [
     "SELECT d.did, p.pid, p.price FROM parts p JOIN devices_parts dp ON dp.pid = p.pid "
@@ -68,7 +69,7 @@ def test_translated_views_evaluate_to_what_postgresql_computes(engine, shop, see
         maps = {name: evaluate(q, db) for name, q in t.maps.items()}
 
         def value(e, key):
-            if e.table == VAR:
+            if isinstance(e, Variable):
                 return dict(key)[e.name]
             s = t.slots[e.name]
             if s.kind == "count":
@@ -85,7 +86,7 @@ def test_translated_views_evaluate_to_what_postgresql_computes(engine, shop, see
             row = tuple(value(e, key) for _, e in t.outputs)
             got[row] += 1 if t.grouped else maps["count"][key]
         rows = shop.execute(sql).fetchall()
-        avg = [e.table == SLOT and t.slots[e.name].kind == "avg" for _, e in t.outputs]
+        avg = [isinstance(e, SlotValue) and t.slots[e.name].kind == "avg" for _, e in t.outputs]
         want = Counter(tuple(round(_value(v), 10) if a and v is not None else _value(v) for v, a in zip(r, avg))
                        for r in rows)
         assert got == want, sql

@@ -13,23 +13,34 @@ from __future__ import annotations
 from sqlglot import exp
 
 
-class CacheColumn(exp.Column):
+class Unbound(exp.Column):
+    """A value a later stage binds (the base of every placeholder; not sqlglot's exp.Placeholder, a query
+    parameter); ``spelled`` is how the printers show it (``label."name"``)."""
+    label = "?"
+
+    def spelled(self) -> exp.Column:
+        return exp.Column(this=self.this.copy(), table=exp.to_identifier(self.label))
+
+
+class CacheColumn(Unbound):
     """Column ``name`` of the intermediate cache below an aggregate (algebra/plan.py's Aggregate:
     its outputs and HAVING are written over the cache's group keys ``g<i>`` and arguments ``a<j>``)."""
+    label = "cache"
 
 
-class SubqueryValue(exp.Column):
+class SubqueryValue(Unbound):
     """The value of the scalar subquery of HAVING whose alias is ``name``
     (Aggregate.having_subqueries); the strategy that maintains the aggregate binds it."""
+    label = "subquery"
 
 
-class PreImage(exp.Column):
+class PreImage(Unbound):
     """Column ``name`` of scan ``table`` as it was before the change: read from the pre-state
     image of that scan's i-diff (rules/idiff.py's ``pre``), where an unmarked column reads the
     post-state."""
 
-
-_PLACEHOLDERS = (CacheColumn, SubqueryValue, PreImage)
+    def spelled(self) -> exp.Column:
+        return exp.Column(this=self.this.copy(), table=exp.to_identifier(f"pre:{self.table}", quoted=True))
 
 
 def cache_column(name: str) -> CacheColumn:
@@ -46,16 +57,7 @@ def pre_image(column: exp.Column) -> PreImage:
 
 def printable(e: exp.Expression) -> exp.Expression:
     """e with its placeholders spelled as the printers show them: ``cache."g0"``,
-    ``subquery."alias"``, ``"pre:p"."price"``."""
-    def spell(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, CacheColumn):
-            return exp.Column(this=node.this.copy(), table=exp.to_identifier("cache"))
-        if isinstance(node, SubqueryValue):
-            return exp.Column(this=node.this.copy(), table=exp.to_identifier("subquery"))
-        if isinstance(node, PreImage):
-            return exp.Column(this=node.this.copy(), table=exp.to_identifier(f"pre:{node.table}", quoted=True))
-        return node
-
-    if not any(isinstance(node, _PLACEHOLDERS) for node in e.walk()):
+    ``subquery."alias"``, ``"pre:p"."price"``, the higher-order strategy's ``var."a.x"``."""
+    if not any(isinstance(node, Unbound) for node in e.walk()):
         return e  # most printed expressions have none: no copy
-    return e.transform(spell)
+    return e.transform(lambda node: node.spelled() if isinstance(node, Unbound) else node)

@@ -36,20 +36,31 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
+from ...algebra.placeholders import Unbound
 from ...algebra.plan import SubqueryPredicate
 from ...calculus.expr import Expr, Sum, mul
 from ...program import relations as Rl
 from ...program.trees import alias, aliased, col, conjuncts, exists, select, subquery, union_all
-from .scope import VAR, Scope, placeholder, refuse, same, variable
+from .scope import Scope, Variable, placeholder, refuse, same, shown, variable
 from .to_steps import VALUE
 
-NESTED, INNER = "@nested", "@inner"  # placeholders: a nested count's value; a key of its map
+
+
+class NestedValue(Unbound):
+    """The value of nested count ``name`` (a ``#``-variable of this module's Nested)."""
+    label = "nested"
+
+
+class InnerKey(Unbound):
+    """Key ``name`` of a nested count's map: a column of the subquery that a correlated conjunct
+    compares with the outer row."""
+    label = "inner"
 
 
 @dataclass
 class Nested:
     """A nested count x: `query` its map's definition (keyed by `keys`, S's variables) and the
-    `correlation` conjuncts (over VAR placeholders for outer variables and INNER for the keys)
+    `correlation` conjuncts (over Variable placeholders for outer variables and InnerKey for the keys)
     that select the map rows x adds up."""
 
     var: str
@@ -61,7 +72,7 @@ class Nested:
 @dataclass
 class Nesting:
     nested: list[Nested] = field(default_factory=list)
-    conditions: list[exp.Expression] = field(default_factory=list)  # over VAR and NESTED placeholders
+    conditions: list[exp.Expression] = field(default_factory=list)  # over Variable and NestedValue placeholders
     outer: list[str] = field(default_factory=list)  # B: outer variables the conditions and lookups read
 
     def __bool__(self) -> bool:
@@ -92,10 +103,10 @@ class NestingBuilder:
         self.outer_var, self.prefix = outer_var or scope.var, prefix
         self.out = Nesting()
 
-    def _outer(self, e: exp.Expression, inner_alias: str | None, inner_as=VAR) -> exp.Expression:
-        """e with outer columns as VAR placeholders (recorded in B) and the subquery's as inner_as."""
+    def _outer(self, e: exp.Expression, inner_alias: str | None, inner_as: type[Unbound] = Variable) -> exp.Expression:
+        """e with outer columns as Variable placeholders (recorded in B) and the subquery's as inner_as."""
         def put(node: exp.Expression) -> exp.Expression:
-            if isinstance(node, exp.Column) and node.table in (VAR, NESTED, INNER):
+            if isinstance(node, (Variable, NestedValue, InnerKey)):
                 return node
             if isinstance(node, exp.Column) and node.table == inner_alias:
                 return placeholder(inner_as, variable(inner_alias, node.name))
@@ -103,7 +114,7 @@ class NestingBuilder:
                 v = self.outer_var(node)
                 if v not in self.out.outer:
                     self.out.outer.append(v)
-                return placeholder(VAR, v)
+                return placeholder(Variable, v)
             return node
 
         return e.transform(put)
@@ -112,10 +123,10 @@ class NestingBuilder:
         """A nested count (or, with a value among the inner factors, sum) over S with inner factors
         and correlated conjuncts; its placeholder."""
         atom = self.scope.atom(sq.alias, sq.table)
-        keys = tuple(dict.fromkeys(c.name for e in correlated for c in e.find_all(exp.Column) if c.table == INNER))
+        keys = tuple(dict.fromkeys(c.name for e in correlated for c in e.find_all(InnerKey)))
         var = f"#{self.prefix}{len(self.out.nested)}"
         self.out.nested.append(Nested(var, Sum(keys, mul(atom, *inner)), keys, correlated))
-        return placeholder(NESTED, var)
+        return placeholder(NestedValue, var)
 
     def condition(self, conjunct: exp.Expression) -> None:
         """A WHERE conjunct with EXISTS / IN subqueries."""
@@ -124,7 +135,7 @@ class NestingBuilder:
             alias = _sq_alias(node)
             sq = self.by_alias.get(alias)
             if sq is None:
-                raise refuse(f"the subquery in {conjunct.sql('postgres')}")
+                raise refuse(f"the subquery in {shown(conjunct)}")
             if sq.joined:
                 raise refuse("an EXISTS / IN subquery over a join")
             inner, correlated = self._split(sq)
@@ -137,7 +148,7 @@ class NestingBuilder:
                 continue
             lhs = self._outer(node.this, None)
             col = sq.in_col
-            match = exp.EQ(this=self._outer(col, sq.alias, INNER), expression=lhs)
+            match = exp.EQ(this=self._outer(col, sq.alias, InnerKey), expression=lhs)
             x_match = self._count(sq, inner, correlated + [match])
             x_all = self._count(sq, inner, correlated)
             is_null = self.scope.condition(exp.Is(this=col.copy(), expression=exp.Null()))
@@ -153,18 +164,18 @@ class NestingBuilder:
 
     def _split(self, sq: SubqueryPredicate) -> tuple[list[Expr], list[exp.Expression]]:
         """The subquery's conjuncts over its own table (AGCA factors) and those that also read outer
-        columns (kept as SQL over INNER and VAR placeholders)."""
+        columns (kept as SQL over InnerKey and Variable placeholders)."""
         inner: list[Expr] = []
         correlated: list[exp.Expression] = []
         for c in conjuncts(sq.where):
             if all(col.table == sq.alias for col in c.find_all(exp.Column)):
                 inner.append(self.scope.condition(c))
             else:
-                correlated.append(self._outer(c, sq.alias, INNER))
+                correlated.append(self._outer(c, sq.alias, InnerKey))
         return inner, correlated
 
     def scalar_value(self, sq: SubqueryPredicate) -> exp.Expression:
-        """A scalar subquery's value over NESTED placeholders (a HAVING subquery's, for the view table)."""
+        """A scalar subquery's value over NestedValue placeholders (a HAVING subquery's, for the view table)."""
         return self._scalar(sq, *self._split(sq))
 
     def _scalar(self, sq: SubqueryPredicate, inner: list[Expr], correlated: list[exp.Expression]) -> exp.Expression:
@@ -174,7 +185,7 @@ class NestingBuilder:
             if not isinstance(node, exp.AggFunc):
                 return node
             if not isinstance(node, (exp.Count, exp.Sum, exp.Avg)) or isinstance(node.this, exp.Distinct):
-                raise refuse(f"the aggregate {node.sql('postgres')} in a scalar subquery")
+                raise refuse(f"the aggregate {shown(node)} in a scalar subquery")
             if isinstance(node, exp.Count) and (node.this is None or isinstance(node.this, exp.Star)):
                 return exp.cast(self._count(sq, inner, correlated), "bigint")  # as COUNT's own type divides
             arg = node.this
@@ -185,7 +196,7 @@ class NestingBuilder:
             term = self.scope.term(arg)
             typed = self.scope.sum_type(term)
             if typed is None:
-                raise refuse(f"{node.key.upper()}({arg.sql('postgres')}) in a scalar subquery over anything but an "
+                raise refuse(f"{node.key.upper()}({shown(arg)}) in a scalar subquery over anything but an "
                              "integer or numeric column")
             summed = self._count(sq, inner + [term], correlated)
             zero = exp.Literal.number(0)
@@ -201,13 +212,13 @@ class NestingBuilder:
 
 
 def _over(e: exp.Expression, outer: str, values: dict[str, exp.Expression], inner: str | None = None) -> exp.Expression:
-    """e with VAR placeholders read from the row `outer`, NESTED from `values`, INNER from `inner`."""
+    """e with Variable placeholders read from the row `outer`, NestedValue from `values`, InnerKey from `inner`."""
     def put(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Column) and node.table == VAR:
+        if isinstance(node, Variable):
             return col(outer, node.name)
-        if isinstance(node, exp.Column) and node.table == NESTED:
+        if isinstance(node, NestedValue):
             return values[node.name].copy()
-        if isinstance(node, exp.Column) and node.table == INNER:
+        if isinstance(node, InnerKey):
             return col(inner, node.name)
         return node
 
@@ -274,10 +285,10 @@ def correlated_groups(n: Nested, group: tuple[str, ...], counts: exp.Table, scra
 def restricted(n: Nested) -> bool:
     """Whether a change of n's map can only change the outer rows that an equality correlates with
     it (then its delta is incremented at those rows; else the contributions are re-evaluated)."""
-    def reads(e: exp.Expression, kind: str) -> bool:
-        return any(c.table == kind for c in e.find_all(exp.Column))
+    def reads(e: exp.Expression, kind: type[Unbound]) -> bool:
+        return e.find(kind) is not None
 
-    return any(isinstance(c, exp.EQ) and reads(c, INNER) and reads(c, VAR) for c in n.correlation)
+    return any(isinstance(c, exp.EQ) and reads(c, InnerKey) and reads(c, Variable) for c in n.correlation)
 
 
 def decision(n: Nested, map_name: str) -> str:

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 from sqlglot import exp
 
-from ...algebra.placeholders import printable
+from ...algebra.placeholders import Unbound, printable
 from ...algebra.plan import Scan, scans
 from ...calculus.expr import VAR_TABLE, Cmp, Const, Expr, Extern, Rel, Var, mul
 from ...errors import UnsupportedQuery
@@ -17,7 +17,17 @@ OPS = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.
 # map (whose values are numeric) is cast back to, so that an expression over it (integer `/` and
 # `%` truncate) computes as the view's own query does.
 SUM_TYPES = {"smallint": "bigint", "integer": "bigint", "bigint": "numeric", "numeric": "numeric"}
-VAR, SLOT = "@var", "@slot"  # placeholders in output and HAVING expressions: a variable, a map value
+
+
+class Variable(Unbound):
+    """AGCA variable ``name`` (``alias.column``) in an output, HAVING or correlation expression;
+    view_table.py binds it to a column of the rows it reads."""
+    label = "var"
+
+
+class SlotValue(Unbound):
+    """The value of aggregate slot ``name`` (translate.py's slots: a map's sum, a MIN/MAX's value)."""
+    label = "slot"
 
 
 def variable(alias: str, column: str) -> str:
@@ -52,8 +62,14 @@ def same(a: exp.Expression, b: exp.Expression, nullable: bool) -> exp.Expression
     return exp.Paren(this=exp.Or(this=eq(a, b), expression=exp.Paren(this=both_null)))
 
 
-def placeholder(kind: str, name: str) -> exp.Column:
-    return exp.Column(this=exp.to_identifier(name, quoted=True), table=exp.to_identifier(kind, quoted=True))
+def placeholder(kind: type[Unbound], name: str) -> Unbound:
+    return kind(this=exp.to_identifier(name, quoted=True))
+
+
+def extern_variable(name: str) -> exp.Column:
+    """A variable inside an interpreted function's SQL text: "@"."name" (calculus/expr.py's
+    Extern, whose text is SQL the database evaluates, with the variables bound by name)."""
+    return exp.Column(this=exp.to_identifier(name, quoted=True), table=exp.to_identifier(VAR_TABLE, quoted=True))
 
 
 class Scope:
@@ -119,7 +135,7 @@ class Scope:
             if isinstance(node, exp.Column):
                 v = self.var(node)
                 names.append(v)
-                return placeholder(VAR_TABLE, v)
+                return extern_variable(v)
             return node
 
         sql = e.transform(put).sql("postgres")
@@ -164,7 +180,7 @@ class Scope:
 
         def put(node: exp.Expression) -> exp.Expression:
             if isinstance(node, exp.Column):
-                return placeholder(VAR, self.var(node))
+                return placeholder(Variable, self.var(node))
             return node
 
         return e.transform(put)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from ...algebra.columns_read import columns_read
+from ...algebra.placeholders import Unbound
 from ...algebra.plan import Aggregate, scans
 from ...calculus.expr import Atom, Cmp, DeltaRel, Var
 from ...calculus.printer import show
@@ -20,7 +21,7 @@ from ...program.steps import CACHE_ROLE, VIEW_FROM_MAPS_PHASE, AddToMap, CreateS
 from ...program.trees import alias, aliased, any_of, col, exists, num, select, subquery, union_all
 from .nesting import (Contribution, changed_keys, contribution_fill, contribution_value, correlated_groups, decision,
                       nested_value, reevaluated, restricted, view_fill)
-from .scope import VAR, relation_name_of, same, variable
+from .scope import Variable, relation_name_of, same, variable
 from .to_steps import VALUE, BaseTable, Binder, definition_query, trigger_steps
 from .translate import Translation, translate
 from .view_table import ViewFromMaps, ViewTable, layout, touched_keys
@@ -138,7 +139,7 @@ class HigherOrderTarget:
             for name in self.view_level_names():
                 outer = self.compiled.top[name]
                 for n in t.nesting.nested:
-                    used = {c.name for e in n.correlation for c in e.find_all(exp.Column) if c.table == VAR}
+                    used = {c.name for e in n.correlation for c in e.find_all(Variable)}
                     self._lookup(out, outer, keys[outer], tuple(v for v in keys[outer] if v in used))
         return out
 
@@ -193,9 +194,7 @@ def _equal_closure(bound: set[str], factors) -> set[str]:
 def _placeholders(e: exp.Expression) -> str:
     """SQL over placeholders, shown with bare variable names."""
     def bare(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Column) and node.table.startswith("@"):
-            return exp.column(node.name)
-        return node
+        return exp.column(node.name) if isinstance(node, Unbound) else node
 
     return e.transform(bare).sql("postgres")
 

@@ -48,7 +48,7 @@ from ...algebra.plan import Aggregate, Join, Project, Scan, Select, Union
 from ...calculus.expr import Assign, Expr, Sum, Var, add, mul
 from ...errors import UnsupportedQuery
 from .nesting import Nesting, NestingBuilder, subquery_nodes
-from .scope import SLOT, VAR, Scope, placeholder, refuse, shown
+from .scope import Scope, SlotValue, Variable, placeholder, refuse, shown
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ VALUE_SLOTS = ("min", "max", "count_distinct")
 @dataclass
 class Translation:
     """The view in AGCA. ``maps``: name -> query; ``group``: the keys of every top-level map;
-    ``outputs`` and ``having``: SQL over placeholders Column(VAR, variable) and Column(SLOT, slot)."""
+    ``outputs`` and ``having``: SQL over the placeholders Variable(variable) and SlotValue(slot)."""
 
     group: tuple[str, ...]
     maps: dict[str, Expr] = field(default_factory=dict)
@@ -100,7 +100,7 @@ class Translation:
     def shown_var(self, name: str) -> str | None:
         """The variable an output shows as it is, if it is just one."""
         e = dict(self.outputs)[name]
-        return e.name if isinstance(e, exp.Column) and e.table == VAR else None
+        return e.name if isinstance(e, Variable) else None
 
 
 def _body(node, scope: Scope, nesting: NestingBuilder) -> Expr:
@@ -160,7 +160,7 @@ def _nest(out: Translation, nesting: Nesting) -> None:
 
 
 def _vars_of(e: exp.Expression) -> list[str]:
-    return list(dict.fromkeys(c.name for c in e.find_all(exp.Column) if c.table == VAR))
+    return list(dict.fromkeys(c.name for c in e.find_all(Variable)))
 
 
 def _sum_type(cache_column: str, e: exp.Expression, scope: Scope, sum_type) -> str | None:
@@ -180,7 +180,7 @@ def translate(plan, sum_type: Callable[[str], str | None] | None = None) -> Tran
     if isinstance(plan, Union):
         group, count, nullable = _union_count(plan, read)
         return Translation(group=group, maps={"count": count}, map_keys=group, nullable=nullable, lifted=nullable,
-                           outputs=[(n, placeholder(VAR, v)) for (n, _), v in zip(plan.outputs, group)])
+                           outputs=[(n, placeholder(Variable, v)) for (n, _), v in zip(plan.outputs, group)])
     scope, body, nesting = _spj(plan, read)
     outputs = [(n, scope.over_vars(scope.joined_column(e))) for n, e in plan.outputs]
     group = tuple(dict.fromkeys(v for _, e in outputs for v in _vars_of(e)))
@@ -197,7 +197,7 @@ def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
         group, count, nullable = _union_count(agg.cache, read)
         key_var = dict(zip([n for n, _ in agg.cache.outputs], group))
         return Translation(group=group, maps={"count": count}, map_keys=group, nullable=nullable, lifted=nullable,
-                           grouped=True, outputs=[(n, placeholder(VAR, key_var[e.name])) for n, e in agg.outputs])
+                           grouped=True, outputs=[(n, placeholder(Variable, key_var[e.name])) for n, e in agg.outputs])
     scope, body, nesting = _spj(agg.cache, read)
     cols = dict(agg.cache.outputs)
     group, lifts = [], []
@@ -240,7 +240,7 @@ def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
         if isinstance(node, CacheColumn):
             if node.name not in key_var:
                 raise refuse(f"the column {node.name} outside an aggregate")
-            return placeholder(VAR, key_var[node.name])
+            return placeholder(Variable, key_var[node.name])
         if not isinstance(node, exp.AggFunc):
             return node
         distinct = isinstance(node.this, exp.Distinct)
@@ -267,7 +267,7 @@ def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
                 s = Slot("sum" if isinstance(node, exp.Sum) else "avg", (name, count_of(e)), type=typed)
         key = next((k for k, v in out.slots.items() if v == s), f"v{len(out.slots)}")
         out.slots[key] = s
-        return placeholder(SLOT, key)
+        return placeholder(SlotValue, key)
 
     def values_slot(node: exp.Expression) -> Slot:
         """MIN, MAX, COUNT(DISTINCT): a map of how many rows have each non-NULL value per group

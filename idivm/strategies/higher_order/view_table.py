@@ -28,8 +28,8 @@ from ...program import relations as Rl
 from ...program.steps import VIEW_FROM_MAPS_PHASE, DeleteMatching, InsertRows, Step, UpdateMatching
 from ...program.trees import alias, aliased, all_of, col, distinct_from, exists, num, select, subquery, union_all
 from .to_steps import VALUE
-from .nesting import NESTED
-from .scope import SLOT, VAR, same
+from .nesting import NestedValue
+from .scope import SlotValue, Variable, same
 from .translate import Translation
 
 COPY = "__idivm_n"  # an SPJ view's copy number of a row, 1..its multiplicity
@@ -134,16 +134,16 @@ class ViewFromMaps:
     def _maps_read(self, e: exp.Expression | None) -> set[str]:
         if e is None:
             return set()
-        slots = [self.t.slots[c.name] for c in e.find_all(exp.Column) if c.table == SLOT]
+        slots = [self.t.slots[c.name] for c in e.find_all(SlotValue)]
         return {m for s in slots if not s.over_values for m in s.maps}
 
     def _over_maps(self, e: exp.Expression) -> exp.Expression:
         def put(node: exp.Expression) -> exp.Expression:
-            if isinstance(node, exp.Column) and node.table == VAR:
+            if isinstance(node, Variable):
                 return col("c", node.name)
-            if isinstance(node, exp.Column) and node.table == SLOT:
+            if isinstance(node, SlotValue):
                 return self._slot(node.name)
-            if isinstance(node, exp.Column) and node.table == NESTED:
+            if isinstance(node, NestedValue):
                 return self.nested_value(node.name, "c")
             return node
 
