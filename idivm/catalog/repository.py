@@ -22,8 +22,8 @@ from ..sqltext import qualified, run_batch, string_literal
 
 
 # What maintenance needs of every view: a view's row also holds its Δ-program (JSON, often tens of
-# kilobytes), which `SELECT *` reads and sends for every view at every maintenance (2.6 ms of a 20 ms
-# maintenance with 8 views registered; scripts/profile_maintain.py).
+# kilobytes), which `SELECT *` reads and sends for every view at every maintenance, a visible part
+# of a small maintenance's time (docs/benchmarks.md, "Measurements behind the code").
 NAMES = "id, schema_name, view_name"
 NAMES_AND_ENGINE = "id, schema_name, view_name, policy_engine"
 
@@ -255,7 +255,7 @@ def prune_logs(conn: Connection, captured_ids: list[int], asynchronous: bool = F
     - below: the table's `pruned_below`, the smallest xmin of those views' snapshots when the log was
       last pruned. Every row below it was visible to them all, so that prune deleted it: what is left
       there are dead index entries until VACUUM, which a prune must not walk again (after a view
-      consumed a million rows, the next prunes spent 260 ms each on them);
+      consumed a large window, every later prune walked them all: docs/benchmarks.md, "Measurements behind the code");
     - above: the smallest xmax of the views' snapshots, as no row at or above it is consumed by all.
 
     So the rows kept for a view that is maintained rarely are not read again by every prune of the
@@ -437,11 +437,12 @@ def unconsumed(log_alias: str, view_id: int, snapshot: str | None = None, snapsh
     parameter of server-side maintenance), or else read by a subquery).
 
     Every such transaction's xid is at least that snapshot's xmin: the first conjunct says so, which
-    changes nothing in the result but lets the log's xid index skip the rows before the window, so
-    a maintenance reads its window and not the rows kept for other views over the same table. Given
-    as a literal (both functions are immutable, so the planner folds them), the bound is a constant
-    the planner can estimate from the index; behind a subquery it guessed a third of the log and
-    chose a parallel bitmap scan (43 ms for a 49-row window of a 500k-row log)."""
+    changes nothing in the result but lets the log's xid index skip the rows before the window, so a
+    maintenance reads its window and not the rows kept for other views over the same table. Given as
+    a literal (both functions are immutable, so the planner folds them), the bound is a constant the
+    planner can estimate from the index; behind a subquery it guessed a third of the log and chose a
+    parallel bitmap scan of much of it for a window of a few rows (docs/benchmarks.md, "Measurements
+    behind the code")."""
     if snapshot_sql is not None:
         snap = snapshot_sql
     elif snapshot is None:

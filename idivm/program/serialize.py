@@ -48,7 +48,7 @@ def to_json(program: S.Program) -> str:
 
 def targets(text: str) -> list[exp.Expression]:
     """The targets of a stored program's steps, loading no other tree (dropping a view needs only
-    these: loading a whole program of an outer-join view took 0.1 s)."""
+    these, and a whole program of an outer-join view is slow to load)."""
     return [exp.Expression.load(raw["target"]["tree"]) for raw in json.loads(text)["steps"]
             if isinstance(raw.get("target"), dict) and "tree" in raw["target"]]
 

@@ -3,9 +3,8 @@ from what scripts/bench_higher_order.py measured (docs/benchmarks.md, "higher-or
 
 - a view with EXISTS / IN subqueries or nested aggregates (scalar subqueries, which only the
   higher-order strategy maintains) goes to higher-order when that strategy translates it: the id
-  strategy re-derives every outer row a change of the subquery's table may affect (for TPC-H Q4's
-  shape at scale 1: 8.9 s for a batch of 10,000 changes, against 0.27 s with the subquery's counts
-  kept as maps; 217 ms against 39 ms for 100);
+  strategy re-derives every outer row a change of the subquery's table may affect, many times the
+  work of the subquery's counts kept as maps (TPC-H Q4's shape, docs/benchmarks.md);
 - every other view goes to id, which maintained the join-aggregates Q3 and V' faster than the
   maps at batches of 100 and 10,000;
 - a view the higher-order strategy refuses goes to id.

@@ -25,13 +25,14 @@ images, exact under FK cascades, which PostgreSQL merges into the outer statemen
 tables), then for each immediate view that
 a non-empty instance drives: returns early if the view is stale (a schema change; `idivm refresh`
 rebuilds it), refuses writers that do not run at READ COMMITTED (under REPEATABLE READ a writer's
-snapshot could miss rows another committed before it got the lock), takes an EXCLUSIVE lock on
-the view table (writers of its tables serialise at the view; readers are not blocked), and runs
-the view's stored Δ-script statements driven by the changed tables (and those driven by none), as
-deferred maintenance would. Views are applied readers first: a view over another view sees the
-lower view's table before this round changed it, and the lower view's own changes are stashed
-(its table is captured like any other) and applied to the readers in the next round, until
-nothing is left.
+snapshot could miss rows another committed before it got the lock), takes an EXCLUSIVE lock on the
+view table (writers of its tables serialise at the view; readers are not blocked), and runs the
+view's Δ-script statements driven by the changed tables (and those driven by none), as deferred
+maintenance would: rendered from the view's stored program when the function is made, and each
+guarded by the change kinds under which it can change anything (kind_guards.py). Views are applied
+readers first: a view over another view sees the lower view's table before this round changed it,
+and the lower view's own changes are stashed (its table is captured like any other) and applied to
+the readers in the next round, until nothing is left.
 
 The functions are SECURITY DEFINER with a fixed search_path, like the capture functions, and run
 with client_min_messages = warning: writers' sessions see nothing from idivm but real errors.
@@ -52,11 +53,11 @@ from ...algebra.tables import TableInfo
 from ...capture.fold import fold_select
 from ...capture.triggers import enable_always
 from .kind_guards import counted_fill, guard
-from .render import MERGE, PLANNER_DECLARATIONS, SCRATCH_DO, as_plpgsql, by_index_lookups, delta_table
+from .render import MERGE, PLANNER_DECLARATIONS, as_plpgsql, by_index_lookups, delta_table, render
 from ...program import relations as R
-from ...program.emptiness import ANY_MASK, driving_masks
+from ...program.emptiness import driving_masks
 from ...program.serialize import from_json
-from ...program.steps import CreateScratch, Program
+from ...program.steps import Step
 from ...introspect.reflect import table_info
 from ...names import display_name, storage_table
 from ...sqltext import ident, qualified, run, string_literal
@@ -87,7 +88,7 @@ def instance_columns(info: TableInfo) -> str:
 def _create_temp(name: str, columns: str) -> str:
     """PL/pgSQL: create a session temp table once (no NOTICE when it exists). Its rows stay at
     commit: every application empties what it fills (ON COMMIT DELETE ROWS tables cost each commit
-    of the writer's session about 0.3 ms apiece, engines/postgres/instances.py). It is analyzed
+    of the writer's session a truncation apiece, engines/postgres/instances.py). It is analyzed
     while empty, so that the plans the apply function keeps are made for small tables (see
     render._create_scratch)."""
     return (f"IF to_regclass({string_literal(name)}) IS NULL THEN "
@@ -104,11 +105,6 @@ def _reshape(name: str, info: TableInfo) -> str:
     return (f"IF {reg} IS NOT NULL AND ARRAY(SELECT CAST(a.attname AS text) FROM pg_catalog.pg_attribute AS a "
             f"WHERE a.attrelid = {reg} AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum) "
             f"IS DISTINCT FROM {wanted} THEN DROP TABLE {name}; END IF;")
-
-
-def _empty_temp(name: str) -> str:
-    """PL/pgSQL: empty a session temp table if it exists."""
-    return f"IF to_regclass({string_literal(name)}) IS NOT NULL THEN DELETE FROM {name}; END IF;"
 
 
 def _counter(delta: int) -> str:
@@ -151,40 +147,14 @@ def _truncate_body(info: TableInfo, views: list[str]) -> str:
     return f"BEGIN\n  RAISE EXCEPTION {msg} USING ERRCODE = 'feature_not_supported';\nEND"
 
 
-def scratch_names(program: Program) -> list[str]:
-    """The scratch relations a view's statements create (session temp tables): every application
-    empties them first (a second one in the same transaction would see the first one's rows)."""
-    return [st.name for st in program.steps if isinstance(st, CreateScratch)]
-
-
-def _empties_itself(scratch: str, statements: list[sa.Row]) -> bool:
-    """Whether one of the stored statements is the scratch table's own set-up, which creates or
-    empties it at every application (render._create_scratch); statements stored by earlier versions
-    have none, and the application empties the table first."""
-    created = f"to_regclass({string_literal(qualified('pg_temp', scratch))})"
-    return any(st.sql.startswith(SCRATCH_DO) and created in st.sql for st in statements)
-
-
-def statement_masks(program: Program, statements: list[sa.Row]) -> list[frozenset[int]] | None:
-    """Per stored statement, the kind masks of its driving i-diff under which it can change anything
-    (program/emptiness.py), from the view's program, whose steps render to the stored statements one
-    for one in execution order; None where they do not match: its statements then run whenever
-    their i-diff has rows."""
-    steps = program.ordered()
-    if len(steps) != len(statements) or any(st.driven_by != row.driven_by for st, row in zip(steps, statements)):
-        return None
-    return [driving_masks(st) for st in steps]
-
-
 SMALL_CHANGES = 1_000  # up to this many folded changes per round, statements run with the plans kept for the session
 
 
 def _statement(text: str) -> str:
-    """PL/pgSQL running one stored statement: static SQL (planned once per session, the plan kept)
+    """PL/pgSQL running one statement: static SQL (planned once per session, the plan kept)
     while a round's changes are few, EXECUTE (planned afresh) when they are many. Immediate mode's
-    single-row writes spent about half their maintenance time planning 10-12 dynamic statements
-    (528 -> 1,067 statements/s with static SQL for a grouped view, tests in bench_writes.py); a
-    kept plan is made for the small i-diffs most writes produce (a MERGE's as index lookups of the
+    single-row writes spent about half their maintenance time planning dynamic statements
+    (docs/benchmarks.md, "Measurements behind the code"); a kept plan is made for the small i-diffs most writes produce (a MERGE's as index lookups of the
     changed groups, render.by_index_lookups), and a bulk statement gets a plan made for its size."""
     static = "\n".join(f"        {line}" for line in as_plpgsql(text).splitlines())
     if text.startswith(MERGE):
@@ -195,8 +165,8 @@ def _statement(text: str) -> str:
 
 def _shape_checked(target: str, info: TableInfo, captured_id: int) -> str:
     """PL/pgSQL: make the session's i-diff table of a captured table have the columns this function
-    fills (_reshape, _create_temp), once per session and table: the check reads the catalog (15 µs
-    a table in a single-row write, twice per write before), so its outcome is kept in a session
+    fills (_reshape, _create_temp), once per session and table: the check reads the catalog, a
+    visible cost in a single-row write (docs/benchmarks.md, "Measurements behind the code"), so its outcome is kept in a session
     setting, together with the table's OID. Another path that recreates the table under the same
     name (the Python executor's statements, engines/postgres/instances.py) gives it a new OID, and
     the next application checks again; a transaction that fails takes its setting back with it."""
@@ -212,11 +182,9 @@ def _shape_checked(target: str, info: TableInfo, captured_id: int) -> str:
 
 
 def _apply_body(views: list[sa.Row], inputs: dict[int, TableInfo], reads: dict[int, list[int]],
-                scripts: dict[int, list[sa.Row]], scratches: dict[int, list[str]],
-                masks: dict[int, list[frozenset[int]] | None], nested: bool) -> str:
-    """idivm.immediate_apply()'s body (see the module's docstring). `masks`: per view, the driving
-    kind masks of its statements (program/emptiness.py; None: each runs when its i-diff has rows);
-    `nested`: some immediate view reads another one's table, so what an application writes to a
+                scripts: dict[int, list[tuple[Step, str]]], nested: bool) -> str:
+    """idivm.immediate_apply()'s body (see the module's docstring). `scripts`: per view, its
+    program's steps with their rendering; `nested`: some immediate view reads another one's table, so what an application writes to a
     view table is applied to its readers in further rounds, until a round folds nothing. Without
     views over views one round does it, and nothing is folded twice.
 
@@ -248,30 +216,25 @@ def _apply_body(views: list[sa.Row], inputs: dict[int, TableInfo], reads: dict[i
     apply = []
     for v in views:
         shown = display_name(v.schema_name, v.view_name)
-        # emptied, not dropped: dropping and creating them again cost catalog writes per statement
-        drop = "".join(f"      {_empty_temp(qualified('pg_temp', n))}\n" for n in scratches[v.id]
-                       if not _empties_itself(n, scripts[v.id]))
         msg_isolation = string_literal(
             f"view {shown} is maintained immediately, which needs writers at READ COMMITTED; this transaction "
             "runs at %; switch the view to deferred (idivm set-mode "
             f"{shown} deferred) to write at other isolation levels")
         statements = []
-        view_masks = masks.get(v.id)
-        for pos, st in enumerate(scripts[v.id]):
-            line = _statement(st.sql)
+        for st, text in scripts[v.id]:  # a scratch table's set-up statement creates or empties it
+            line = _statement(text)
             if st.driven_by is None or st.driven_by not in changed:
                 statements.append(line)
                 continue
             cid = st.driven_by
-            mask = view_masks[pos] if view_masks is not None else ANY_MASK
-            statements.append(f"      IF {guard(changed[cid], kinds[cid], mask)} THEN\n{line}\n      END IF;")
+            statements.append(f"      IF {guard(changed[cid], kinds[cid], driving_masks(st))} THEN\n{line}\n      END IF;")
         any_input = " OR ".join(changed[c] for c in reads[v.id])
         apply.append(f"""    IF ({any_input}) AND NOT EXISTS (SELECT 1 FROM idivm.views WHERE id = {int(v.id)} AND stale_reason IS NOT NULL) THEN
       IF current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION {msg_isolation}, current_setting('transaction_isolation') USING ERRCODE = 'feature_not_supported';
       END IF;
       LOCK TABLE {qualified(*storage_table(v.id))} IN EXCLUSIVE MODE;
-{drop}{chr(10).join(statements)}
+{chr(10).join(statements)}
     END IF;""")
     nothing = " AND ".join(f"NOT {c}" for c in changed.values())
     body = f"""    round_changes := 0;
@@ -326,9 +289,7 @@ def sync(conn: Connection, readers_first: list[int]) -> None:
     inputs: dict[int, TableInfo] = {}
     reads: dict[int, list[int]] = {}
     readers: dict[int, list[str]] = {}
-    scripts: dict[int, list[sa.Row]] = {}
-    scratches: dict[int, list[str]] = {}
-    masks: dict[int, list[frozenset[int]] | None] = {}
+    scripts: dict[int, list[tuple[Step, str]]] = {}
     read: dict[int, set[str]] = {}
     for v in views:
         rows = catalog.view_inputs(conn, v.id, reflect=True)
@@ -338,10 +299,7 @@ def sync(conn: Connection, readers_first: list[int]) -> None:
                 inputs[t.id] = table_info(t.schema_name, t.table_name, t.columns)
             read.setdefault(t.id, set()).update(t.read_columns)
             readers.setdefault(t.id, []).append(display_name(v.schema_name, v.view_name))
-        scripts[v.id] = catalog.statements(conn, v.id)
-        program = from_json(catalog.program_of(conn, v.id))
-        scratches[v.id] = scratch_names(program)
-        masks[v.id] = statement_masks(program, scripts[v.id])
+        scripts[v.id] = render(from_json(catalog.program_of(conn, v.id)))
     for cid, info in inputs.items():  # instances of the columns the views read: a column none of them reads
         inputs[cid] = info.reading(read[cid])  # may be dropped or renamed without breaking the writers' triggers
     for v in views:  # a table dropped under a (now stale) view: its reads drop out
@@ -352,8 +310,7 @@ def sync(conn: Connection, readers_first: list[int]) -> None:
     _function(conn, ENTER, "trigger", _enter_body())
     view_tables = {storage_table(v.id) for v in views}
     nested = any((info.schema, info.name) in view_tables for info in inputs.values())
-    _function(conn, APPLY, "void", _apply_body([by_id[i] for i in order], inputs, reads, scripts, scratches,
-                                                masks, nested))
+    _function(conn, APPLY, "void", _apply_body([by_id[i] for i in order], inputs, reads, scripts, nested))
     for cid, info in sorted(inputs.items()):
         leave = qualified("idivm", f"immediate_leave_{cid}")
         truncate = qualified("idivm", f"immediate_truncate_{cid}")

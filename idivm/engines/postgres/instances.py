@@ -36,13 +36,13 @@ def build_instances(conn, view_id: int, tables: list[tuple[int, str, TableInfo, 
     Each table lives as long as the database session, so maintenance does no DDL per run unless the
     base table's columns changed. It keeps its rows at commit (ON COMMIT PRESERVE ROWS) and is
     emptied by the statement that fills it: PostgreSQL truncates every ON COMMIT DELETE ROWS table
-    of the session at every commit that touched any temp table, about 0.3 ms each, so a pooled
-    connection that had maintained 8 views paid 6-7 ms per commit (12 ms for 40 tables; measured
-    with scripts/profile_maintain.py and bench_peers.py). DELETE leaves dead rows, which temp
-    tables never vacuum: after TRUNCATE_AFTER_ROWS rows the table is truncated instead. The
-    signature of the columns it was created for, and the rows filled since, are kept with the
-    pooled connection; forget_instances() drops that knowledge when a transaction that may have
-    created one fails (the table is then created afresh)."""
+    of the session at every commit that touched any temp table, so a pooled connection that had
+    maintained a few views paid for all their tables at every commit (docs/benchmarks.md,
+    "Measurements behind the code"). DELETE leaves dead rows, which temp tables never vacuum: after
+    TRUNCATE_AFTER_ROWS rows the table is truncated instead. The signature of the columns it was
+    created for, and the rows filled since, are kept with the pooled connection; forget_instances()
+    drops that knowledge when a transaction that may have created one fails (the table is then
+    created afresh)."""
     known = conn.connection.info.setdefault(SESSION_TABLES, {})
     texts, states = [], []
     for captured_id, log, info, read in tables:

@@ -5,9 +5,8 @@ immediate.py) fills every i-diff instance in one statement that also returns how
 folded and which kinds they have, as a bit mask (program/emptiness.py: I = 1, D = 2, U = 4). A
 statement driven by that instance then runs only when the mask is one under which it can change
 anything (program/emptiness.driving_masks): a single-row INSERT's write runs the Δ+ statements of
-its table, not the Δ- and Δu ones, which would find nothing. Measured on bench_writes' grouped view
-(immediate, single-row INSERT): 4 of its 5 cache statements, 34 µs of statement time per write,
-plus each statement's dispatch in PL/pgSQL.
+its table, not the Δ- and Δu ones, which would find nothing: most of a grouped view's statements
+in a single-row INSERT (docs/benchmarks.md, "Measurements behind the code").
 """
 from __future__ import annotations
 

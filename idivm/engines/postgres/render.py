@@ -143,19 +143,17 @@ SCRATCH_TRUNCATE_BYTES = 8 << 20  # a scratch table this large (dead rows includ
 
 
 def _create_scratch(step: CreateScratch) -> str:
-    """A session temp table, created by the first maintenance that needs it, and emptied by every
-    later one before it is filled: creating a table in every maintenance costs catalog writes
-    (1-3 ms each here), and emptying it at every commit (ON COMMIT DELETE ROWS) cost every commit
-    of the session about 0.3 ms per such table, however many views' tables it had collected
-    (engines/postgres/instances.py). DELETE leaves dead rows, which temp tables never vacuum: a
-    table grown past SCRATCH_TRUNCATE_BYTES is truncated instead. The check runs server-side so
-    that an existing table gives no NOTICE. A transaction that fails takes its newly created
-    tables with it; the next one creates them again. A new table is analyzed while empty: the
-    planner then sizes it by its actual pages, where a table never analyzed counts as at least ten
-    pages (a thousand rows and more), which made plans kept by immediate mode's apply function scan
-    whole views for one changed group (V', 29 ms of a 30 ms statement). (Statements stored by earlier versions
-    created them ON COMMIT DELETE ROWS and do not empty them: immediate mode empties every scratch
-    table before each application, engines/postgres/immediate.py.)"""
+    """A session temp table, created by the first maintenance that needs it, and emptied by every later one
+    before it is filled: creating a table in every maintenance costs catalog writes, and emptying it
+    at every commit (ON COMMIT DELETE ROWS) costs every commit of the session a truncation per such
+    table, however many views' tables it had collected (engines/postgres/instances.py;
+    docs/benchmarks.md, "Measurements behind the code"). DELETE leaves dead rows, which temp tables
+    never vacuum: a table grown past SCRATCH_TRUNCATE_BYTES is truncated instead. The check runs
+    server-side so that an existing table gives no NOTICE. A transaction that fails takes its newly
+    created tables with it; the next one creates them again. A new table is analyzed while empty:
+    the planner then sizes it by its actual pages, where a table never analyzed counts as at least
+    ten pages (a thousand rows and more), which made plans kept by immediate mode's apply function
+    scan whole views for one changed group (for V', nearly all of the statement's time)."""
     table = qualified("pg_temp", step.name)
     name = string_literal(table)
     create = f"CREATE TEMP TABLE {table} ON COMMIT PRESERVE ROWS AS {sql(step.source)} WITH NO DATA"
@@ -190,9 +188,9 @@ def by_index_lookups(static: str) -> str:
 
     The planner sizes the scratch relation the MERGE reads by its pages: one page with two changed
     groups counts as about 120 rows, and for 120 groups it prefers to hash-join them with the whole
-    target, read from its first row to its last. For the paper's V' (19,963 groups) that was 1.0 ms
-    of a 1.2 ms single-row price update in immediate mode (docs/benchmarks.md); looking two groups
-    up costs microseconds. The plan is made at the statement's first execution with hash and merge
+    target, read from its first row to its last: for the paper's V' that was most of a single-row
+    price update in immediate mode (docs/benchmarks.md, "Measurements behind the code"), where looking two groups up costs
+    microseconds. The plan is made at the statement's first execution with hash and merge
     joins switched off for this statement alone (set_config(..., true), then set back to the
     values they had), and kept; the target always has a unique index on the keys matched (the
     view's group keys, a map's keys). The compiled deferred functions' plans of the same MERGE,

@@ -120,8 +120,8 @@ def spark_script(settings: SparkSettings):
 @functools.lru_cache(maxsize=256)
 def _spark_texts(program_text: str) -> tuple:
     """The Spark SQL of each of a program's offloaded queries (offloads() order), or why Spark
-    refuses it; once per program and process (sqlglot's transpilation costs about 50 ms a query,
-    and a scheduler maintains the same programs over and over)."""
+    refuses it; once per program and process (sqlglot's transpilation of a query costs more than
+    a small maintenance's statements, and a scheduler maintains the same programs over and over)."""
     out = []
     for o in offloads(from_json(program_text)):
         try:
@@ -192,12 +192,11 @@ ADAPTIVE = "spark.sql.adaptive.enabled"
 def without_adaptive_execution(spark, settings: SparkSettings) -> None:
     """Plan this run's queries once, without Adaptive Query Execution, unless IDIVM_SPARK_CONF sets
     it: for a plan whose inputs all came from the maintenance transaction (local relations whose
-    sizes the optimizer knows exactly, the batch's size). AQE re-plans at every shuffle from
-    runtime statistics, which pays for large inputs of unknown size and only costs time here:
-    `bench_spark.py --scale 0.02 --strategy tuple --masters local[2]`, Spark's whole maintenance at
-    200 changes, medians of 5-7 rounds, 2.07 s with AQE and 1.27-1.45 s without (two runs); at 10,000 and 100,000
-    changes, whose base rows come through JDBC, AQE saves 16-17% (7.7 against 9.2 s, 11.2 against
-    13.4 s), so those plans keep it. The setting is the run's own session's (session.run_session)."""
+    sizes the optimizer knows exactly, the batch's size). AQE re-plans at every shuffle from runtime
+    statistics, which pays for large inputs of unknown size (batches whose base rows come through
+    JDBC keep it) and only costs time on inputs whose sizes are known (docs/benchmarks.md,
+    "Measurements behind the code"). The setting is the run's own session's
+    (session.run_session)."""
     if ADAPTIVE not in settings.conf:
         spark.conf.set(ADAPTIVE, "false")
 

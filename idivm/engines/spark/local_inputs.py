@@ -1,13 +1,13 @@
 """Small inputs handed to Spark by the driver, from the maintenance transaction itself.
 
-A batch of 200 changes is a few hundred Δ rows, and the base rows it can join (engines/spark/pushdown.py)
-a few thousand. Read through JDBC, every place a query reads such an input is a Spark job of its
-own that opens a connection and imports the snapshot: the tuple strategy's pre-state deletes
-(a UNION ALL over which tables changed, with NOT EXISTS against the other Δs) read the Δs a dozen
-times, and a 200-change batch cost 3-4 s of Spark, mostly those jobs. An input of at most
-`local_rows` rows (SparkSettings, IDIVM_SPARK_LOCAL_ROWS) is instead read by the maintenance
-transaction's own connection and given to Spark as an Arrow table, which Spark keeps as a local
-relation in the plan:
+A batch of 200 changes is a few hundred Δ rows, and the base rows it can join
+(engines/spark/pushdown.py) a few thousand. Read through JDBC, every place a query reads such an
+input is a Spark job of its own that opens a connection and imports the snapshot: the tuple
+strategy's pre-state deletes (a UNION ALL over which tables changed, with NOT EXISTS against the
+other Δs) read the Δs a dozen times, and those jobs were most of a small batch's time on Spark
+(docs/benchmarks.md, "Measurements behind the code"). An input of at most `local_rows` rows
+(SparkSettings, IDIVM_SPARK_LOCAL_ROWS) is instead read by the maintenance transaction's own
+connection and given to Spark as an Arrow table, which Spark keeps as a local relation in the plan:
 
 - it is exact by construction: the rows come from the very transaction that applies the result
   (nothing to import, nothing to check), with PostgreSQL's values as Arrow types of the same

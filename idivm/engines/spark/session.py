@@ -1,6 +1,6 @@
-"""One Spark session per process, started on first use and kept warm: starting one costs 7-8 s on
-a laptop-class machine, a job on a warm one about 0.5 s, so `idivm schedule` and repeated API calls
-pay the start once.
+"""One Spark session per process, started on first use and kept warm: starting one costs seconds,
+many times a job on a warm one (docs/benchmarks.md, "Measurements behind the code"), so `idivm
+schedule` and repeated API calls pay the start once.
 
 Each maintenance and each fill runs in a session of its own (`run_session`), made from the warm one:
 it shares the SparkContext, the JVM and the cache, but has its own temp views and SQL settings.
@@ -9,8 +9,8 @@ idivm hands Spark its inputs as temp views named after the relations they hold
 threads) over views that share a table would otherwise replace each other's views between handing
 them over and planning, and one view would be maintained from the other's window (a wrong view,
 reproduced by tests/test_spark_engine.py::test_concurrent_maintenances_in_one_process_read_their_own_inputs).
-A new session costs 2-6 ms; Spark (3.1 and later, SPARK-34087) releases its listeners when it is
-garbage-collected."""
+A new session costs milliseconds; Spark (3.1 and later, SPARK-34087) releases its listeners when
+it is garbage-collected."""
 from __future__ import annotations
 
 import threading
