@@ -16,11 +16,12 @@ from contextvars import ContextVar
 from typing import Callable
 
 from sqlglot import exp
+from sqlglot.dialects.postgres import Postgres
 
 from ...program import relations as R
 from ...program.steps import (PHASES, AddToMap, CreateScratch, DeleteMatching, InsertRows, MergeRows, Program, Record, Step,
                               UpdateMatching)
-from ...sqltext import DIALECT, ident, qualified, string_literal, table_expr
+from ...sqltext import ident, qualified, string_literal, table_expr
 
 CHANGED = "changed"  # the CTE holding a recorded write's RETURNING rows
 MAP_UNIT = "__unit"  # the key column of a map without keys
@@ -60,10 +61,28 @@ def _bind(rel: R.Relation) -> exp.Expression:
     return table_expr(rel.schema, rel.name)
 
 
+class _BindingGenerator(Postgres.Generator):
+    """PostgreSQL's generator printing each abstract relation as the table `_bind` binds it to: a
+    tree is rendered as it stands, where binding it first took a copy of it (most of a program's
+    rendering time). The trees idivm renders have none of the constructs the generator rewrites
+    in place (nested WITH, semi- and anti-joins, QUALIFY), so rendering leaves them as they were."""
+
+    def table_sql(self, expression: exp.Table, sep: str = " AS ") -> str:
+        rel = R.relation_of(expression)
+        if rel is None:
+            return super().table_sql(expression, sep)
+        bound = _bind(rel)
+        if expression.alias:
+            bound.set("alias", expression.args["alias"].copy())
+        return super().table_sql(bound, sep)
+
+
+_POSTGRES = Postgres()
+
+
 def sql(tree: exp.Expression) -> str:
-    """A tree with its relations bound, as PostgreSQL text. bind_relations returns a copy, so the
-    generator need not copy it again (copying was half the cost of rendering a program)."""
-    return R.bind_relations(tree, _bind).sql(DIALECT, copy=False)
+    """A tree with its relations bound, as PostgreSQL text."""
+    return _BindingGenerator(dialect=_POSTGRES).generate(tree, copy=False)
 
 
 def _using(kw: str, items: list[exp.Expression]) -> str:
