@@ -106,3 +106,18 @@ def throwaway_cluster(prefix: str):
             shutil.rmtree(tmp, ignore_errors=True)
 
     return cluster()
+
+
+def rendered_statements(conn, view_name: str) -> list[tuple]:
+    """(step, PostgreSQL text) of a view's stored program as the PostgreSQL engine renders it, in
+    execution order (`conn`: psycopg or SQLAlchemy)."""
+    from idivm.engines.postgres.render import render
+    from idivm.program.serialize import from_json
+
+    query = "SELECT program FROM idivm.views WHERE view_name = %(v)s"
+    if hasattr(conn, "exec_driver_sql"):
+        text = conn.exec_driver_sql(query, {"v": view_name}).scalar()
+    else:
+        text = conn.execute(query, {"v": view_name}).fetchone()[0]
+    return render(from_json(text))
+

@@ -2,9 +2,8 @@
 view still equals recomputation after inserts, deletes and updates."""
 from __future__ import annotations
 
-import sqlalchemy as sa
 
-from helpers import assert_equal_multiset
+from helpers import assert_equal_multiset, rendered_statements
 
 SQL = ("SELECT p.pid, p2.price FROM parts p JOIN parts p2 ON p.pid = p2.pid "
        "WHERE NOT EXISTS (SELECT 1 FROM parts q WHERE q.pid = p.pid AND q.price > 15)")
@@ -12,9 +11,7 @@ SQL = ("SELECT p.pid, p2.price FROM parts p JOIN parts p2 ON p.pid = p2.pid "
 
 def _insert_statements(engine) -> list[str]:
     with engine.sa.connect() as conn:
-        return conn.execute(sa.text(
-            "SELECT s.sql FROM idivm.script_statements s JOIN idivm.views v ON v.id = s.view_id "
-            "WHERE v.view_name = 'v' AND s.purpose LIKE 'Δ+_parts%'")).scalars().all()
+        return [text for st, text in rendered_statements(conn, "v") if st.purpose.startswith("Δ+_parts")]
 
 
 def test_key_self_join_and_own_key_antijoin_read_only_the_diff(engine, db):

@@ -2,18 +2,15 @@
 are matched by plain equality; nullable ones keep the null-safe form. Both stay correct."""
 from __future__ import annotations
 
-import sqlalchemy as sa
 
-from helpers import assert_equal_multiset
+from helpers import assert_equal_multiset, rendered_statements
 
 NULL_SAFE = 'IS NULL AND "x"."g0" IS NULL'
 
 
 def _script(engine, view: str) -> str:
     with engine.sa.connect() as conn:
-        return "\n".join(conn.execute(sa.text(
-            "SELECT s.sql FROM idivm.script_statements s JOIN idivm.views v ON v.id = s.view_id "
-            "WHERE v.view_name = :v ORDER BY s.phase, s.position"), {"v": view}).scalars())
+        return "\n".join(text for _, text in rendered_statements(conn, view))
 
 
 def test_never_null_keys_use_plain_equality(engine, db):

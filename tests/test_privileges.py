@@ -24,7 +24,7 @@ def test_low_privilege_writer_is_captured_and_cannot_touch_idivm(engine, db):
             db.execute("UPDATE parts SET price = 7 WHERE pid = 2")
         with db.transaction():
             db.execute(f"SET LOCAL ROLE {role}")
-            for forbidden in ("SELECT * FROM idivm.log_1", "SELECT * FROM idivm.script_statements",
+            for forbidden in ("SELECT * FROM idivm.log_1", "SELECT * FROM idivm.derivations",
                               "DELETE FROM idivm.views"):
                 try:
                     with db.transaction():

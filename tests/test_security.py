@@ -53,7 +53,7 @@ def test_low_privilege_writer(engine, db, fresh_db, app_role):
         app.execute("DELETE FROM parts WHERE pid BETWEEN 20 AND 25")
         assert app.execute("SELECT count(*) FROM evil.log_1").fetchone()[0] == 0  # not redirected
 
-        for query in ["SELECT * FROM idivm.views", "SELECT * FROM idivm.log_1", "SELECT * FROM idivm.script_statements",
+        for query in ["SELECT * FROM idivm.views", "SELECT * FROM idivm.log_1", "SELECT * FROM idivm.derivations",
                       "DELETE FROM idivm.log_1", "INSERT INTO idivm.log_1 (old_row, new_row) VALUES (NULL, '{}')",
                       "UPDATE idivm.views SET last_snapshot = ''", "SELECT * FROM public.totals"]:
             with pytest.raises(psycopg.errors.InsufficientPrivilege):

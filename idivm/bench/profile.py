@@ -111,7 +111,7 @@ class Recorder:
 
 
 def _statement_script(conn, view_id, changed, report):
-    """The stored statements, through a provider that is not the executor's own (which it would run as
+    """The view's rendered statements, through a provider that is not the executor's own (which it would run as
     one call of the compiled function): the executor then sends them from Python, one role at a time."""
     return stored_script(conn, view_id, changed, report)
 

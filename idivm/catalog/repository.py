@@ -328,22 +328,6 @@ def derivations(conn: Connection, view_id: int) -> list[str]:
                         {"v": view_id}).scalars().all()
 
 
-def insert_statements(conn: Connection, view_id: int, statements: list[tuple]) -> None:
-    """The view's rendered statements, each (phase, purpose, sql, driven_by, role), in execution order."""
-    if statements:
-        conn.execute(sa.text("INSERT INTO idivm.script_statements (view_id, position, phase, purpose, sql, driven_by, "
-                             "role) VALUES (:v, :p, :ph, :pu, :sql, :dr, :r)"),
-                     [{"v": view_id, "p": pos, "ph": phase, "pu": purpose, "sql": sql, "dr": driven_by, "r": role}
-                      for pos, (phase, purpose, sql, driven_by, role) in enumerate(statements)])
-
-
-def statements(conn: Connection, view_id: int) -> list[sa.Row]:
-    """The view's stored statements in execution order (phase, purpose, sql, driven_by, role)."""
-    return conn.execute(sa.text(
-        "SELECT phase, purpose, sql, driven_by, role FROM idivm.script_statements WHERE view_id = :v "
-        "ORDER BY phase, position"), {"v": view_id}).all()
-
-
 # -- captured tables ---------------------------------------------------------------------------
 
 

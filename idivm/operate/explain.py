@@ -10,7 +10,7 @@ from sqlalchemy.engine import Connection
 
 from ..catalog import repository as catalog
 from ..engines.postgres.materialize import create_empty
-from ..engines.postgres.render import format_rendered, format_statements
+from ..engines.postgres.render import format_rendered
 from ..engines.spark.executor import spark_plan
 from ..frontend.build_plan import ignored_clauses
 from ..introspect.session import current_schema
@@ -31,7 +31,6 @@ def explain_view(conn: Connection, row: sa.Row, spark_settings=None) -> str:
     derivs = catalog.derivations(conn, row.id)
     chosen = [d for d in derivs if d.startswith("strategy auto:")]  # operate/registry.py records the choice
     derivs = [d for d in derivs if d not in chosen]
-    stmts = catalog.statements(conn, row.id)
     program = catalog.program_of(conn, row.id)
     parts = [
         f"view {display_name(row.schema_name, row.view_name)}  (strategy: {row.strategy})",
@@ -46,11 +45,9 @@ def explain_view(conn: Connection, row: sa.Row, spark_settings=None) -> str:
         parts.append("base-table i-diff schemas:\n" + _indent("\n".join(schemas)))
     if derivs:
         parts.append(f"{_derivations_title(row.strategy)}:\n" + _indent("\n".join(derivs)))
-    if program is not None:
+    if program is not None:  # step numbers as in the Δ-script
         parts.append("Δ-program:\n" + _indent(format_program(from_json(program))))
-    script = format_statements((s.phase, s.purpose, s.sql) for s in stmts)
-    parts.append("Δ-script (PostgreSQL):\n" + _indent(script))
-    if program is not None:  # step numbers as in the Δ-script above
+        parts.append("Δ-script (PostgreSQL):\n" + _indent(format_rendered(from_json(program))))
         parts.append("under --engine spark (docs/spark.md), Spark computes:\n" + _indent(spark_plan(from_json(program))))
     if spark_settings is not None and row.mode == "deferred":
         parts.append("engine (docs/spark.md, \"Choosing the engine\"):\n" + _indent(engine_summary(conn, row, spark_settings)))

@@ -100,19 +100,6 @@ def upgrade() -> None:
         schema=S,
     )
     op.create_table(
-        "script_statements",
-        sa.Column("view_id", sa.Integer, sa.ForeignKey(f"{S}.views.id", ondelete="CASCADE"), primary_key=True),
-        sa.Column("position", sa.Integer, primary_key=True),
-        sa.Column("phase", sa.Integer, nullable=False),
-        sa.Column("purpose", sa.Text, nullable=False),
-        sa.Column("sql", sa.Text, nullable=False),
-        sa.Column("driven_by", sa.Integer,
-                  comment="captured table whose empty i-diff makes this statement a no-op; NULL: always run"),
-        sa.Column("role", sa.Text, nullable=False, server_default="view",
-                  comment="view or cache: what the statement maintains"),
-        schema=S,
-    )
-    op.create_table(
         "derivations",
         sa.Column("view_id", sa.Integer, sa.ForeignKey(f"{S}.views.id", ondelete="CASCADE"), primary_key=True),
         sa.Column("position", sa.Integer, primary_key=True),
@@ -122,6 +109,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    for table in ("derivations", "script_statements", "diff_schemas", "view_inputs", "views", "captured_partitions",
+    for table in ("derivations", "diff_schemas", "view_inputs", "views", "captured_partitions",
                   "captured_tables"):
         op.drop_table(table, schema=S)

@@ -21,6 +21,7 @@ engine's script and a caller's before_commit hook (verify).
 """
 from __future__ import annotations
 
+import functools
 import time
 from itertools import groupby
 from dataclasses import dataclass, field
@@ -34,9 +35,11 @@ from ...errors import SQLSTATE_STALE, Busy, IdivmError, Restart, Stale, first_li
 from ...catalog import repository as catalog
 from ...introspect.reflect import table_info
 from ...names import counted, display_name
+from ...program.serialize import from_json
 from ...sqltext import run, run_batch
 from .instances import build_instances, forget_instances
 from .maintenance_lock import LOCK_CLASS
+from .render import delta_names, delta_table_name, render
 from .server_maintenance import ATTEMPTS, RESULT, input_arrays
 
 __all__ = ["LOCK_CLASS", "MaintenanceReport", "maintain_view", "run_maintenance", "stored_script"]
@@ -84,8 +87,14 @@ class Statement:
 
 
 def stored_script(conn: Connection, view_id: int, changed: dict[int, int], report: MaintenanceReport) -> list:
-    """The statements stored at registration (this engine's own script)."""
-    return catalog.statements(conn, view_id)
+    """This engine's own script: the view's stored program, rendered (once per program and process)."""
+    return _rendered(catalog.program_of(conn, view_id))
+
+
+@functools.lru_cache(maxsize=256)
+def _rendered(program_text: str) -> tuple[Statement, ...]:
+    with delta_names(delta_table_name):  # the i-diff instances build_instances fills
+        return tuple(Statement(text, st.driven_by, st.role) for st, text in render(from_json(program_text)))
 
 
 def maintain_view(engine: Engine, view_id: int, name: str,

@@ -9,8 +9,6 @@ emptied at commit). Abstract relations are bound here
 """
 from __future__ import annotations
 
-import re
-import secrets
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Callable
@@ -253,20 +251,6 @@ def split_analyze(text: str) -> tuple[str, str | None]:
 def render(program: Program) -> list[tuple[Step, str]]:
     """Every step in execution order with its PostgreSQL text."""
     return [(st, render_step(st)) for st in program.ordered()]
-
-
-def render_namings(program: Program, *namings: Callable[[int], str]) -> list[list[tuple[Step, str]]]:
-    """render(program) once per naming of its i-diff tables (captured id -> name in pg_temp), for
-    the cost of one rendering: a registration needs the program with the shared Δ tables (the
-    stored statements) and with the view's own (its maintenance function), and rendering was a
-    third of a registration's time. The tables are rendered under a name with a random nonce,
-    which user text cannot contain, then renamed in the text."""
-    marker = f"idivm_x{secrets.token_hex(8)}_"
-    with delta_names(lambda cid: f"{marker}{int(cid)}"):
-        rendered = render(program)
-    pattern = re.compile(re.escape(marker) + r"(\d+)")
-    return [[(st, pattern.sub(lambda m: naming(int(m.group(1))), text)) for st, text in rendered]
-            for naming in namings]
 
 
 def format_statements(statements) -> str:

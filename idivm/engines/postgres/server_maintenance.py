@@ -10,7 +10,8 @@ implementation of a deferred maintenance on PostgreSQL:
   window (catalog.unconsumed: the log rows of transactions not visible in the view's last
   snapshot), then runs the view's Δ-program as rendered for PostgreSQL (render.py, its i-diffs
   bound to the function's own tables), each statement only when the table whose i-diff drives it
-  changed. It is created with the stored statements (operate/registry.py) and dropped with the view. Its instances hold the columns the
+  changed. It is created at registration (operate/registry.py), again from the stored program when an
+  upgrade of idivm renders differently (install_all_view_functions), and dropped with the view. Its instances hold the columns the
   view reads (its key among them), which no schema change can touch without making the view stale
   (capture/schema_changes.py), so the compiled text stays valid until a rebuild writes a new one.
 - **Generic, installed by init**: ``idivm.maintain_locked(view id, ...)`` locks the view's catalog
