@@ -14,7 +14,7 @@ from ..catalog import repository as catalog
 from ..engines.postgres import immediate
 from ..engines.postgres.facade import create_facade, drop_facade
 from ..engines.postgres.materialize import Fill, create_as, create_tables, drop_table
-from ..engines.postgres.render import delta_names, render, sql as pg_sql
+from ..engines.postgres.render import delta_names, render_program, sql as pg_sql
 from ..engines.postgres.server_maintenance import drop_view_function, install_view_function, view_delta
 from ..errors import IdivmError, UnknownObject
 from ..frontend.build_plan import CompiledView, compile_view_sql, parse_one
@@ -91,7 +91,7 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
         (ds.scan, captured[(ds.table.schema, ds.table.name)], ds.kind, ds.attrs, ds.conditional, ds.label())
         for ds in ([] if isinstance(target, HigherOrderTarget) else diff_schemas_of(plan))])
     with delta_names(lambda cid: view_delta(view_id, cid)):
-        own = render(program)
+        own = render_program(program)
     install_view_function(conn, view_id, own)  # CALL idivm.maintain_call(...), idivm.maintain(...) run it
     catalog.insert_derivations(conn, view_id, program.derivations)
     create_tables(conn, target, fill)

@@ -53,7 +53,7 @@ from ...algebra.tables import TableInfo
 from ...capture.fold import fold_select
 from ...capture.triggers import enable_always
 from .kind_guards import counted_fill, guard
-from .render import MERGE, PLANNER_DECLARATIONS, as_plpgsql, by_index_lookups, delta_table, render
+from .render import PLANNER_DECLARATIONS, Rendered, by_index_lookups, delta_table, render_program
 from ...program import relations as R
 from ...program.emptiness import driving_masks
 from ...program.serialize import from_json
@@ -150,16 +150,17 @@ def _truncate_body(info: TableInfo, views: list[str]) -> str:
 SMALL_CHANGES = 1_000  # up to this many folded changes per round, statements run with the plans kept for the session
 
 
-def _statement(text: str) -> str:
+def _statement(r: Rendered) -> str:
     """PL/pgSQL running one statement: static SQL (planned once per session, the plan kept)
     while a round's changes are few, EXECUTE (planned afresh) when they are many. Immediate mode's
     single-row writes spent about half their maintenance time planning dynamic statements
-    (docs/benchmarks.md, "Measurements behind the code"); a kept plan is made for the small i-diffs most writes produce (a MERGE's as index lookups of the
-    changed groups, render.by_index_lookups), and a bulk statement gets a plan made for its size."""
-    static = "\n".join(f"        {line}" for line in as_plpgsql(text).splitlines())
-    if text.startswith(MERGE):
+    (docs/benchmarks.md, "Measurements behind the code"); a kept plan is made for the small i-diffs
+    most writes produce (a MERGE's as index lookups of the changed groups, render.by_index_lookups),
+    and a bulk statement gets a plan made for its size."""
+    static = "\n".join(f"        {line}" for line in r.plpgsql().splitlines())
+    if r.merge:
         static = by_index_lookups(static)
-    return (f"      IF small_round THEN\n{static}\n      ELSE\n        EXECUTE {string_literal(text)};\n"
+    return (f"      IF small_round THEN\n{static}\n      ELSE\n        EXECUTE {string_literal(r.text)};\n"
             "      END IF;")
 
 
@@ -182,7 +183,7 @@ def _shape_checked(target: str, info: TableInfo, captured_id: int) -> str:
 
 
 def _apply_body(views: list[sa.Row], inputs: dict[int, TableInfo], reads: dict[int, list[int]],
-                scripts: dict[int, list[tuple[Step, str]]], nested: bool) -> str:
+                scripts: dict[int, list[tuple[Step, Rendered]]], nested: bool) -> str:
     """idivm.immediate_apply()'s body (see the module's docstring). `scripts`: per view, its
     program's steps with their rendering; `nested`: some immediate view reads another one's table, so what an application writes to a
     view table is applied to its readers in further rounds, until a round folds nothing. Without
@@ -221,8 +222,8 @@ def _apply_body(views: list[sa.Row], inputs: dict[int, TableInfo], reads: dict[i
             "runs at %; switch the view to deferred (idivm set-mode "
             f"{shown} deferred) to write at other isolation levels")
         statements = []
-        for st, text in scripts[v.id]:  # a scratch table's set-up statement creates or empties it
-            line = _statement(text)
+        for st, r in scripts[v.id]:  # a scratch table's set-up statement creates or empties it
+            line = _statement(r)
             if st.driven_by is None or st.driven_by not in changed:
                 statements.append(line)
                 continue
@@ -289,7 +290,7 @@ def sync(conn: Connection, readers_first: list[int]) -> None:
     inputs: dict[int, TableInfo] = {}
     reads: dict[int, list[int]] = {}
     readers: dict[int, list[str]] = {}
-    scripts: dict[int, list[tuple[Step, str]]] = {}
+    scripts: dict[int, list[tuple[Step, Rendered]]] = {}
     read: dict[int, set[str]] = {}
     for v in views:
         rows = catalog.view_inputs(conn, v.id, reflect=True)
@@ -299,7 +300,7 @@ def sync(conn: Connection, readers_first: list[int]) -> None:
                 inputs[t.id] = table_info(t.schema_name, t.table_name, t.columns)
             read.setdefault(t.id, set()).update(t.read_columns)
             readers.setdefault(t.id, []).append(display_name(v.schema_name, v.view_name))
-        scripts[v.id] = render(from_json(catalog.program_of(conn, v.id)))
+        scripts[v.id] = render_program(from_json(catalog.program_of(conn, v.id)))
     for cid, info in inputs.items():  # instances of the columns the views read: a column none of them reads
         inputs[cid] = info.reading(read[cid])  # may be dropped or renamed without breaking the writers' triggers
     for v in views:  # a table dropped under a (now stale) view: its reads drop out

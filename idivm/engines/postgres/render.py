@@ -10,6 +10,7 @@ emptied at commit). Abstract relations are bound here
 from __future__ import annotations
 
 from contextlib import contextmanager
+from dataclasses import dataclass
 from contextvars import ContextVar
 from typing import Callable
 
@@ -174,25 +175,11 @@ def _create_scratch(step: CreateScratch) -> str:
     table = qualified("pg_temp", step.name)
     name = string_literal(table)
     create = f"CREATE TEMP TABLE {table} ON COMMIT PRESERVE ROWS AS {sql(step.source)} WITH NO DATA"
-    return (f"{SCRATCH_DO}IF to_regclass({name}) IS NULL THEN {create}; ANALYZE {table}; "
+    return (f"IF to_regclass({name}) IS NULL THEN {create}; ANALYZE {table}; "
             f"ELSIF pg_relation_size(to_regclass({name})) > {SCRATCH_TRUNCATE_BYTES} THEN TRUNCATE {table}; "
-            f"ELSE DELETE FROM {table}; END IF;{SCRATCH_END}")
+            f"ELSE DELETE FROM {table}; END IF;")
 
 
-SCRATCH_DO, SCRATCH_END = f"DO {SCRATCH_TAG}BEGIN ", f" END{SCRATCH_TAG}"
-
-
-def as_plpgsql(text: str) -> str:
-    """A stored statement as a PL/pgSQL statement of a function body (immediate mode runs the
-    Δ-script there): a scratch table's DO block becomes its own body (no DO: compiling an inline
-    block costs every execution), anything else is a static SQL statement, whose plan the function
-    keeps for the session."""
-    if text.startswith(SCRATCH_DO) and text.endswith(SCRATCH_END):
-        return text[len(SCRATCH_DO):-len(SCRATCH_END)]
-    return text + ";"
-
-
-MERGE = "MERGE INTO"  # how a rendered MergeRows or AddToMap statement starts
 PLANNER_SWITCHES = ("enable_hashjoin", "enable_mergejoin")
 _SAVED = {switch: f"idivm_saved_{switch}" for switch in PLANNER_SWITCHES}
 PLANNER_DECLARATIONS = [f"{v} text;" for v in _SAVED.values()]  # the variables by_index_lookups uses
@@ -225,32 +212,55 @@ def _recorded(write: str, r: Record) -> str:
             f"INSERT INTO {qualified('pg_temp', r.into)}\n{sql(r.body)}")
 
 
-def render_step(step: Step) -> str:
+@dataclass(frozen=True)
+class Rendered:
+    """One step as PostgreSQL runs it, in the parts its callers need, so that none reads the text
+    back: `text`, one SQL string (what the statement path sends); `write`, the step's write alone,
+    and `analyze`, the ANALYZE of the session temp table it filled (None: none), which callers
+    that count the rows a write touched run apart; `block`, a scratch table's set-up as PL/pgSQL
+    statements (a function body runs them inline: compiling an inline DO block costs every
+    execution; the statement path sends them as a DO block); `merge`, a MERGE whose plan a
+    function body keeps as index lookups (by_index_lookups)."""
+    text: str
+    write: str
+    analyze: str | None = None
+    block: str | None = None
+    merge: bool = False
+
+    def plpgsql(self) -> str:
+        """The step as PL/pgSQL statements of a function body (static SQL: the function keeps its
+        plan for the session)."""
+        return self.block if self.block is not None else self.text + ";"
+
+
+def render_parts(step: Step) -> Rendered:
     if isinstance(step, CreateScratch):
-        return _create_scratch(step)
-    text = _write(step)
+        block = _create_scratch(step)
+        do = f"DO {SCRATCH_TAG}BEGIN {block} END{SCRATCH_TAG}"
+        return Rendered(text=do, write=do, block=block)
     record = getattr(step, "record", None)
-    text = _recorded(text, record) if record is not None else text
-    if getattr(step, "analyze", False):  # a session temp table has no statistics: the planner would guess
-        bare = step.target.copy()
-        bare.set("alias", None)
-        text += f"{ANALYZE_AFTER}{sql(bare)}"
-    return text
+    write = _recorded(_write(step), record) if record is not None else _write(step)
+    merge = isinstance(step, (MergeRows, AddToMap)) and record is None
+    if not getattr(step, "analyze", False):
+        return Rendered(text=write, write=write, merge=merge)
+    bare = step.target.copy()  # a session temp table has no statistics: the planner would guess
+    bare.set("alias", None)
+    analyze = f"ANALYZE {sql(bare)}"
+    return Rendered(text=f"{write};\n{analyze}", write=write, analyze=analyze, merge=merge)
 
 
-ANALYZE_AFTER = ";\nANALYZE "  # joins a write and the ANALYZE of the table it filled, in one stored statement
-
-
-def split_analyze(text: str) -> tuple[str, str | None]:
-    """A stored statement as (its write, the ANALYZE that follows it or None): callers that count the
-    rows a write touched run them apart (a multi-statement string reports its last statement's)."""
-    write, sep, table = text.rpartition(ANALYZE_AFTER)
-    return (write, "ANALYZE " + table) if sep else (text, None)
+def render_step(step: Step) -> str:
+    return render_parts(step).text
 
 
 def render(program: Program) -> list[tuple[Step, str]]:
     """Every step in execution order with its PostgreSQL text."""
     return [(st, render_step(st)) for st in program.ordered()]
+
+
+def render_program(program: Program) -> list[tuple[Step, Rendered]]:
+    """Every step in execution order, in its rendered parts (the compiled functions' bodies)."""
+    return [(st, render_parts(st)) for st in program.ordered()]
 
 
 def format_statements(statements) -> str:

@@ -61,7 +61,7 @@ from ...sqltext import qualified, run, string_literal
 from .maintenance_lock import LOCK_CLASS
 from .immediate import SMALL_CHANGES
 from .kind_guards import counted_fill, guard
-from .render import SCRATCH_DO, SCRATCH_END, SCRATCH_TRUNCATE_BYTES, as_plpgsql, delta_names, render, split_analyze
+from .render import SCRATCH_TRUNCATE_BYTES, Rendered, delta_names, render_program
 
 REPORT_TYPE = qualified("idivm", "maintenance_report")
 
@@ -91,26 +91,26 @@ def input_arrays(view_id: str) -> str:
         f"WHERE vi.view_id = {view_id} ORDER BY c.id)" for col in ("id", "schema_name", "table_name"))
 
 
-def _counted(text: str) -> str:
-    """PL/pgSQL of one stored statement's write, counted: static SQL in a small round (its plan kept
-    for the session, as immediate mode's), EXECUTE (planned for the round's sizes) in a large one."""
-    write, analyze = split_analyze(text)
-    static = "\n".join("        " + line for line in as_plpgsql(write).splitlines())
-    out = (f"      IF idivm_small THEN\n{static}\n      ELSE\n        EXECUTE {string_literal(write)};\n      END IF;\n"
+def _counted(r: Rendered) -> str:
+    """PL/pgSQL of one step's write, counted: static SQL in a small round (its plan kept for the
+    session, as immediate mode's), EXECUTE (planned for the round's sizes) in a large one; the
+    ANALYZE of a temp table it filled after it."""
+    static = "\n".join("        " + line for line in f"{r.write};".splitlines())
+    out = (f"      IF idivm_small THEN\n{static}\n      ELSE\n        EXECUTE {string_literal(r.write)};\n      END IF;\n"
            "      GET DIAGNOSTICS idivm_n = ROW_COUNT; idivm_touched := idivm_touched + greatest(idivm_n, 0); idivm_statements := idivm_statements + 1;")
-    if analyze is not None:
-        out += f"\n      {analyze};"
+    if r.analyze is not None:
+        out += f"\n      {r.analyze};"
     return out
 
 
-def _statement(text: str) -> str:
-    if text.startswith(SCRATCH_DO) and text.endswith(SCRATCH_END):  # a scratch table: its DO block's body, inline
-        return f"      {as_plpgsql(text)}\n      idivm_statements := idivm_statements + 1;"
-    return _counted(text)
+def _statement(r: Rendered) -> str:
+    if r.block is not None:  # a scratch table's set-up, inline
+        return f"      {r.block}\n      idivm_statements := idivm_statements + 1;"
+    return _counted(r)
 
 
 def view_function_body(view_id: int, shown: str, inputs: list[tuple[int, str, object]],
-                       rendered: list[tuple[object, str]]) -> str:
+                       rendered: list[tuple[Step, Rendered]]) -> str:
     """The body of idivm.maintain_<id>(idivm_snapshot text) RETURNS float8[] (RESULT, then each input's
     changes). inputs: (captured id, log table, TableInfo of the columns the view reads); rendered:
     the view's program as (step, text), its i-diffs bound to view_delta.
@@ -157,8 +157,8 @@ def view_function_body(view_id: int, shown: str, inputs: list[tuple[int, str, ob
         reset.append(f"    TRUNCATE {target};\n    ANALYZE {target};")
     script = []
     known = {cid for cid, _, _ in inputs}
-    for step, text in rendered:
-        line = _statement(text)
+    for step, r in rendered:
+        line = _statement(r)
         if step.driven_by is not None and step.driven_by in known:
             cid = int(step.driven_by)  # only when its i-diff holds kinds it reads (kind_guards.py)
             condition = guard(f"idivm_changed_{cid} > 0", f"idivm_kinds_{cid}", driving_masks(step))
@@ -197,7 +197,7 @@ END
 
 
 def install_view_function(conn: Connection, view_id: int,
-                          rendered: list[tuple[Step, str]] | None = None) -> None:
+                          rendered: list[tuple[Step, Rendered]] | None = None) -> None:
     """(Re)create idivm.maintain_<id> from the view's Δ-program and inputs (at registration, rebuild
     and upgrade). A view whose base table is gone gets none: it is stale until refreshed. `rendered`: the
     program registration just built, rendered with the view's own Δ tables (view_delta; reading
@@ -212,7 +212,7 @@ def install_view_function(conn: Connection, view_id: int,
         inputs.append((t.id, t.log_table, table_info(t.schema_name, t.table_name, t.columns).reading(t.read_columns)))
     if rendered is None:
         with delta_names(lambda cid: view_delta(view_id, cid)):
-            rendered = render(from_json(program))
+            rendered = render_program(from_json(program))
     body = view_function_body(view_id, display_name(row.schema_name, row.view_name), inputs, rendered)
     run(conn, f"CREATE OR REPLACE FUNCTION {view_function(view_id)}(idivm_snapshot text) RETURNS float8[] "
               f"LANGUAGE plpgsql SET client_min_messages = warning AS {string_literal(body)}")
