@@ -25,7 +25,7 @@ from .operate.engine_choice import EngineChoice, choice_for
 from .operate.dependencies import dependency_order, edges
 from .operate.explain import explain_query, explain_unminimized, explain_view
 from .operate.policy import DEFAULT, Policy, notify_threshold, policy_of
-from .operate.folder import Change, plan_folder
+from .operate.view_files import Change, plan_folder
 from .operate.install import install_or_upgrade, uninstall
 from .operate.registration import (OwnTransactions, Request, check_mode, drop, query_errors, rebuild, register,
                                    switch_mode)
@@ -161,7 +161,7 @@ class Engine:
 
     def plan_apply(self, directory, prune: bool = False) -> list[Change]:
         """What `apply` would do to make the registered views those of a folder of NAME.sql files
-        (operate/folder.py), in order; nothing is changed."""
+        (operate/view_files.py), in order; nothing is changed."""
         from pathlib import Path
 
         self._installed()

@@ -319,7 +319,7 @@ def schedule(
 ):
     """Run the scheduler: keep every view within its policy until SIGTERM/SIGINT (one JSON line per event)."""
     from .operate.policy import DEFAULT, with_every
-    from .operate.worker import Worker
+    from .operate.scheduler import Worker
 
     if not every > 0:
         raise IdivmError(f"--every must be a positive number of seconds, got {every}")

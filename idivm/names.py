@@ -71,5 +71,5 @@ def storage_table(view_id: int) -> tuple[str, str]:
     """(schema, name) of the table that stores a maintained view: the ID columns that maintenance
     matches rows by, beside the output columns, kept in idivm's schema. Applications read the view
     under its own name, a PostgreSQL view of exactly the output columns that refuses writes
-    (engines/postgres/facade.py)."""
+    (engines/postgres/view_relation.py)."""
     return STORAGE_SCHEMA, f"view_{int(view_id)}"

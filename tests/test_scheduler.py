@@ -14,7 +14,7 @@ import pytest
 
 from helpers import assert_equal_multiset
 from idivm.operate.policy import decide
-from idivm.operate.worker import Worker
+from idivm.operate.scheduler import Worker
 from worker_process import WorkerProcess
 
 SQL = "SELECT p.pid, p.price, p.price * 2 AS twice FROM parts p WHERE p.price > 0"

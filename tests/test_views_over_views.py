@@ -10,7 +10,7 @@ import pytest
 
 import idivm
 from helpers import assert_equal_multiset
-from idivm.operate.worker import Worker
+from idivm.operate.scheduler import Worker
 
 CHAIN = {  # registered in this order; each reads the one before
     "cheap": ("SELECT p.pid, p.cat, p.price, s.name FROM parts p JOIN suppliers s ON s.sid = p.sid "

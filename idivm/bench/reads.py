@@ -2,7 +2,7 @@
 
 A maintained view's rows live in a storage table in idivm's schema, with the ID columns maintenance
 needs; applications read a PostgreSQL view of exactly the output columns over it, which refuses
-writes (engines/postgres/facade.py). Before that, applications read the storage table itself under the
+writes (engines/postgres/view_relation.py). Before that, applications read the storage table itself under the
 view's name. This benchmark reads the same rows both ways, side by side in one run:
 
 - "storage table": the table read directly, as applications read views before;

@@ -89,7 +89,7 @@ def still_as_reflected(conn: Connection, tables) -> bool:
 
 def _storage_behind(conn: Connection, schema: str, name: str) -> tuple[str, str, str] | None:
     """The storage table of a maintained view read by another (views over views): the relation its
-    facade (engines/postgres/facade.py) selects from, when that is one of idivm's storage tables. The view
+    view relation (engines/postgres/view_relation.py) selects from, when that is one of idivm's storage tables. The view
     over it reads the storage, with the ID columns it needs as its key, and its capture logs it."""
     row = conn.execute(sa.text(
         "SELECT DISTINCT n.nspname, c.relname, c.relkind FROM pg_rewrite r "

@@ -11,7 +11,7 @@ from ..capture.triggers import reinstall_functions
 from ..catalog import repository as catalog
 from ..catalog.migrate import (HEAD, catalog_installed, catalog_revision, drop_catalog, lock_installation,
                               upgrade_catalog)
-from ..engines.postgres.facade import install_refuse_function
+from ..engines.postgres.view_relation import install_refuse_function
 from ..engines.postgres.server_maintenance import install_all_view_functions, install_functions
 from ..names import display_name
 from .dependencies import dependency_order, edges

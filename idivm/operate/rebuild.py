@@ -25,7 +25,7 @@ from ..introspect.provider import PostgresSchema
 from ..introspect.session import current_schema
 from ..names import display_name, storage_table
 from .dependencies import dependency_order, edges
-from .folder import tables_named
+from .view_files import tables_named
 from .policy import notify_threshold
 from .registry import drop_locked, drop_unread_capture, make_immediate_locked, readers_closure, register_locked
 

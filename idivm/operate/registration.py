@@ -41,7 +41,7 @@ from ..introspect.session import current_schema, current_xid
 from ..names import display_name, parse_name
 from ..strategies.targets import STRATEGIES
 from .dependencies import dependents
-from .folder import what_differs
+from .view_files import what_differs
 from .rebuild import Wanted, query_failed, rebuild_locked, rebuild_plan
 from .registry import MODES, drop_locked, make_immediate_locked, register_locked, sync_immediate
 

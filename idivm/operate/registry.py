@@ -12,7 +12,7 @@ from ..capture import drop_capture, ensure_capture
 from ..capture.triggers import reinstall_functions, sync_logging
 from ..catalog import repository as catalog
 from ..engines.postgres import immediate
-from ..engines.postgres.facade import create_facade, drop_facade
+from ..engines.postgres.view_relation import create_view_relation, drop_view_relation
 from ..engines.postgres.materialize import Fill, create_as, create_tables, drop_table
 from ..engines.postgres.render import delta_names, render_program, sql as pg_sql
 from ..engines.postgres.server_maintenance import drop_view_function, install_view_function, view_delta
@@ -95,7 +95,7 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
     install_view_function(conn, view_id, own)  # CALL idivm.maintain_call(...), idivm.maintain(...) run it
     catalog.insert_derivations(conn, view_id, program.derivations)
     create_tables(conn, target, fill)
-    create_facade(conn, schema, view, storage_table(view_id), [n for n, _ in plan.outputs],
+    create_view_relation(conn, schema, view, storage_table(view_id), [n for n, _ in plan.outputs],
                   f"maintained by idivm ({strategy}): {sql}")
 
 
@@ -159,7 +159,7 @@ def drop_locked(conn: Connection, row: sa.Row, keep_capture: bool = False) -> No
     rebuild re-registers the view at once; `drop_unread_capture` then removes what it no longer
     reads. Dropping a trigger locks its table against readers, Spark's fill among them)."""
     inputs = catalog.input_ids(conn, row.id)
-    drop_facade(conn, row.schema_name, row.view_name)
+    drop_view_relation(conn, row.schema_name, row.view_name)
     drop_table(conn, *storage_table(row.id))
     drop_table(conn, "idivm", cache_name(row.id))
     program = catalog.program_of(conn, row.id)

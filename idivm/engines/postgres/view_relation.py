@@ -20,7 +20,7 @@ READ_ONLY_TRIGGER = "idivm_read_only"
 
 
 def install_refuse_function(conn: Connection) -> None:
-    """The trigger function of every facade (idempotent; `idivm init`)."""
+    """The trigger function of every view relation (idempotent; `idivm init`)."""
     run(conn, f"""CREATE OR REPLACE FUNCTION {REFUSE_WRITE}() RETURNS trigger LANGUAGE plpgsql AS $f$
 BEGIN
   RAISE EXCEPTION 'cannot % "%.%": it is a view maintained by idivm; write to its base tables instead',
@@ -29,7 +29,7 @@ END
 $f$""")
 
 
-def create_facade(conn: Connection, schema: str, view: str, storage: tuple[str, str], columns: list[str],
+def create_view_relation(conn: Connection, schema: str, view: str, storage: tuple[str, str], columns: list[str],
                   comment: str) -> None:
     name = qualified(schema, view)
     outputs = ", ".join(ident(c) for c in columns)
@@ -39,6 +39,6 @@ def create_facade(conn: Connection, schema: str, view: str, storage: tuple[str, 
     run(conn, f"COMMENT ON VIEW {name} IS {string_literal(comment)}")
 
 
-def drop_facade(conn: Connection, schema: str, view: str) -> None:
+def drop_view_relation(conn: Connection, schema: str, view: str) -> None:
     """Drop the view applications read."""
     run(conn, f"DROP VIEW IF EXISTS {qualified(schema, view)}")
