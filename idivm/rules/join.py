@@ -6,11 +6,13 @@ non-conditional update never touches the other input (Example 1.2).
 """
 from __future__ import annotations
 
-from ..algebra.plan import Join
+from ..algebra.plan import Join, Node, walk
 from .conditions import through
 from .idiff import IDiff
 
 
-def rule(op: Join, d: IDiff, from_left: bool) -> list[IDiff]:
+def rule(op: Join, d: IDiff, below: Node) -> list[IDiff]:
+    """`below`: the input the i-diff comes from (one of op's two)."""
+    from_left = any(n is below for n in walk(op.left))
     mine, other = (op.left, op.right) if from_left else (op.right, op.left)
     return through(d, op.conjuncts, "⋈", mine, other)

@@ -6,11 +6,11 @@ attribute (otherwise σ_isupd would drop every tuple: "not triggered").
 """
 from __future__ import annotations
 
-from ..algebra.plan import Project, conjuncts_below, refs, scans
+from ..algebra.plan import Node, Project, conjuncts_below, refs, scans
 from .idiff import IDiff
 
 
-def rule(op: Project, d: IDiff) -> list[IDiff]:
+def rule(op: Project, d: IDiff, below: Node) -> list[IDiff]:
     if d.kind != "u":
         return [d.derive("π: projects output and ID columns")]
     touched = {(d.origin, a) for a in d.schema.attrs}
