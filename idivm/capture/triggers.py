@@ -155,8 +155,13 @@ def install_function(conn: Connection, captured_id: int, info: TableInfo, thresh
     """(Re)write the capture function of a captured table: its body follows this idivm's code and its
     notify threshold the current policies (CREATE OR REPLACE: the triggers keep pointing at it)."""
     row = catalog.captured_table(conn, captured_id)
-    sequence = conn.execute(sa.text("SELECT pg_get_serial_sequence(:l, 'seq')"), {"l": row.log_table}).scalar_one()
+    sequence, installed = conn.execute(sa.text(
+        "SELECT pg_get_serial_sequence(:l, 'seq'), "
+        "(SELECT prosrc FROM pg_proc WHERE oid = to_regprocedure(:f || '()'))"),
+        {"l": row.log_table, "f": row.capture_function}).one()
     body = _function_body(info, captured_id, row.log_table, sequence, threshold(conn, captured_id))
+    if body == installed:  # a registration or drop that moved no threshold: replacing the function would
+        return  # only make every session compile it again on its next write
     run(conn,
         f"CREATE OR REPLACE FUNCTION {row.capture_function}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER "
         f"SET search_path = pg_catalog, pg_temp AS {string_literal(body)}"

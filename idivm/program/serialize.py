@@ -43,7 +43,7 @@ def to_json(program: S.Program) -> str:
         fields = {f.name: _dump(getattr(step, f.name)) for f in dataclasses.fields(step)}
         steps.append({"step": type(step).__name__, **fields})
     return json.dumps({"version": FORMAT_VERSION, "strategy": program.strategy, "steps": steps,
-                       "derivations": program.derivations})
+                       "derivations": program.derivations}, separators=(",", ":"))
 
 
 def targets(text: str) -> list[exp.Expression]:
