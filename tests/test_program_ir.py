@@ -91,11 +91,11 @@ def test_explain_prints_the_program_and_its_postgresql_rendering(engine, shop):
 
 @pytest.mark.parametrize("strategy", ["id", "tuple"])
 def test_steps_are_guarded_by_the_change_kinds_they_read(engine, shop, strategy):
-    """program/emptiness.driving_masks: a step that reads its driving i-diff's inserted rows runs only
+    """program/kinds_needed.driving_masks: a step that reads its driving i-diff's inserted rows runs only
     when the i-diff has I or U rows (kind masks with bit 1 or 4), one that reads deleted rows only
     with D or U; a step the analysis cannot restrict runs whenever its i-diff has rows; and each
     step's masks say the same as the emptiness of its probe query under every batch."""
-    from idivm.program.emptiness import ANY_MASK, BIT, KINDS, driving_masks, probe, yields_nothing
+    from idivm.program.kinds_needed import ANY_MASK, BIT, KINDS, driving_masks, probe, yields_nothing
 
     seen = set()
     for name, sql in SHAPES.items():

@@ -5,7 +5,7 @@ import sqlglot
 from sqlglot import exp
 
 from idivm.algebra.tables import TableInfo
-from idivm.strategies.id.semijoin_rewrites import (
+from idivm.strategies.id.constraint_rewrites import (
     key_join_to_diff,
     own_key_subquery_to_filter,
     semijoin_to_diff,

@@ -7,7 +7,7 @@ from sqlglot import exp
 
 from idivm.engines.postgres.render import render_step, sql
 from idivm.engines.spark.offload import offload
-from idivm.program.emptiness import yields_nothing
+from idivm.program.kinds_needed import yields_nothing
 from idivm.program import relations as R
 from idivm.program.steps import DeleteMatching, InsertRows
 from idivm.program.trees import alias, all_of, col, eq, select, string, union_all

@@ -49,7 +49,7 @@ def _batch(db, rng: random.Random, sizes: dict, n: int, done: int) -> None:
     """n changes: price updates of min(n // 2, parts) parts, the rest as new links (existing devices
     and parts, pairs neither the load nor the `done` earlier batches made). Half the batch is new
     links so that every batch gives Spark rows to join: the id strategy's price updates alone need
-    no join, and Spark then computes nothing (program/emptiness.py, yields_nothing)."""
+    no join, and Spark then computes nothing (program/kinds_needed.py, yields_nothing)."""
     parts = sizes["parts"]
     pids = rng.sample(range(1, parts + 1), min(n // 2, parts))
     db.execute("UPDATE parts SET price = price + 1 WHERE pid = ANY(%s)", (pids,))

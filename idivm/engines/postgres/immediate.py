@@ -55,7 +55,7 @@ from ...capture.triggers import enable_always
 from .kind_guards import counted_fill, guard
 from .render import PLANNER_DECLARATIONS, Rendered, by_index_lookups, delta_table, render_program
 from ...program import relations as R
-from ...program.emptiness import driving_masks
+from ...program.kinds_needed import driving_masks
 from ...program.serialize import from_json
 from ...program.steps import Step
 from ...introspect.reflect import table_info

@@ -2,16 +2,16 @@
 
 Each compiled function (a view's deferred maintenance, server_maintenance.py; the immediate apply,
 immediate.py) fills every i-diff instance in one statement that also returns how many rows it
-folded and which kinds they have, as a bit mask (program/emptiness.py: I = 1, D = 2, U = 4). A
+folded and which kinds they have, as a bit mask (program/kinds_needed.py: I = 1, D = 2, U = 4). A
 statement driven by that instance then runs only when the mask is one under which it can change
-anything (program/emptiness.driving_masks): a single-row INSERT's write runs the Δ+ statements of
+anything (program/kinds_needed.driving_masks): a single-row INSERT's write runs the Δ+ statements of
 its table, not the Δ- and Δu ones, which would find nothing: most of a grouped view's statements
 in a single-row INSERT (docs/benchmarks.md, "Measurements behind the code").
 """
 from __future__ import annotations
 
 from ...program import relations as R
-from ...program.emptiness import ANY_MASK, BIT
+from ...program.kinds_needed import ANY_MASK, BIT
 from ...sqltext import ident, string_literal
 
 

@@ -53,7 +53,7 @@ from ...capture.fold import fold_select, log_images
 from ...catalog import repository as catalog
 from ...introspect.reflect import table_info
 from ...names import display_name
-from ...program.emptiness import driving_masks
+from ...program.kinds_needed import driving_masks
 from ...program.serialize import from_json
 from ...program.steps import CACHE_ROLE, VIEW_ROLE, Step
 from ...errors import SQLSTATE_NOT_COMPILED, SQLSTATE_STALE

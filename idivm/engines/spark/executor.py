@@ -31,7 +31,7 @@ from ...catalog import repository as catalog
 from ...errors import IdivmError, UnsupportedQuery
 from ...introspect.reflect import columns_json, table_info
 from ...program import relations as R
-from ...program.emptiness import yields_nothing
+from ...program.kinds_needed import yields_nothing
 from ...program.serialize import from_json
 from ...program.steps import Step
 from ...sqltext import ident, qualified, run

@@ -1,6 +1,6 @@
 """The ``id`` strategy: the idIVM paper's four passes (Katsis et al., SIGMOD'15, Sections 4-5):
 base i-diff schemas, rule instantiation along each scan's path to the root (the rule DAG),
-composition, and minimization (id/minimize.py, Figure 8's rewrites in id/semijoin_rewrites.py);
+composition, and minimization (id/minimize.py, Figure 8's rewrites in id/constraint_rewrites.py);
 each surviving view-level i-diff becomes one program step."""
 from __future__ import annotations
 

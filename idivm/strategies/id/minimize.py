@@ -3,7 +3,7 @@
 Each rewrite is a pure function ``IDiff -> IDiff | None`` applied in order (the
 shape of sqlglot's optimizer RULES); ``None`` means the i-diff is provably empty
 and its statement is dropped. Here live the rewrites that remove what
-composition repeats; id/semijoin_rewrites.py holds the paper's semantic rewrites
+composition repeats; id/constraint_rewrites.py holds the paper's semantic rewrites
 under the i-diff constraints C1–C3.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ...rules.idiff import IDiff
-from . import semijoin_rewrites
+from . import constraint_rewrites
 
 
 def drop_true(d: IDiff) -> IDiff:
@@ -32,7 +32,7 @@ def dedupe_joins(d: IDiff) -> IDiff:
     return d if joined == d.joined else d.derive("minimize: dedupe joins", joined=joined, trail=d.trail)
 
 
-RULES = (dedupe_conditions, dedupe_joins, *semijoin_rewrites.RULES, drop_true)
+RULES = (dedupe_conditions, dedupe_joins, *constraint_rewrites.RULES, drop_true)
 
 
 def minimize(d: IDiff) -> IDiff | None:
