@@ -4,8 +4,8 @@ Changes of the outer query's tables need nothing new: the conjunct holding the
 subquery is a condition of the σ rules like any other (an update of a correlated
 attribute deletes and re-derives the row; an insert is filtered by it on the
 post-state). A change of the subquery's table R can flip the condition for the
-outer rows it is related to (idIVM Table 13, the antijoin's rules for a change of its right
-input, and their semijoin counterpart, which the paper leaves to the reader). Those rows,
+outer rows it is related to (idIVM Table 13, the antisemijoin's rules, here for a change of its
+right input; the paper has no semijoin table, and ours mirrors it). Those rows,
 selected through ``SubqueryPredicate.affected`` on the pre- and the post-image of
 every changed R row, are deleted by ID and re-derived from the post-state, where
 PostgreSQL evaluates EXISTS / IN / NOT IN with its exact NULL semantics. An
