@@ -253,14 +253,14 @@ def render_step(step: Step) -> str:
     return render_parts(step).text
 
 
-def render(program: Program) -> list[tuple[Step, str]]:
-    """Every step in execution order with its PostgreSQL text."""
-    return [(st, render_step(st)) for st in program.ordered()]
-
-
 def render_program(program: Program) -> list[tuple[Step, Rendered]]:
     """Every step in execution order, in its rendered parts (the compiled functions' bodies)."""
     return [(st, render_parts(st)) for st in program.ordered()]
+
+
+def render(program: Program) -> list[tuple[Step, str]]:
+    """render_program with each step's one SQL string (the statement path, explain)."""
+    return [(st, r.text) for st, r in render_program(program)]
 
 
 def format_statements(statements) -> str:
