@@ -334,7 +334,7 @@ class Engine:
                 try:
                     return explain_query(conn, _sql_text(sql), strategy)
                 finally:
-                    conn.rollback()  # the dry run's registration
+                    conn.rollback()  # it wrote nothing: end the transaction its reads began
         with self.sa.connect() as conn:
             row = self._view(conn, name)
             if unminimized:

@@ -73,3 +73,25 @@ def storage_table(view_id: int) -> tuple[str, str]:
     under its own name, a PostgreSQL view of exactly the output columns that refuses writes
     (engines/postgres/view_relation.py)."""
     return STORAGE_SCHEMA, f"view_{int(view_id)}"
+
+
+SELF = "self"
+
+
+def own_table(view_id: int | None, part: str = SELF) -> tuple[str | None, str]:
+    """(schema, name) of one of a view's own tables: `part` is SELF (its storage), "cache" (a grouped
+    view's intermediate cache) or "map_<name>" (a higher-order map). The compiler knows no view ids:
+    with view_id None the name is symbolic, (None, "self") or (None, "self.cache"), as a compiled
+    program names it; registration binds it (program/bind.py) to idivm.view_<id>, idivm.cache_<id>,
+    idivm.map_<id>_<name>."""
+    if view_id is None:
+        return None, part if part == SELF else f"{SELF}.{part}"
+    if part == SELF:
+        return storage_table(view_id)
+    kind, _, rest = part.partition("_")
+    return STORAGE_SCHEMA, f"{kind}_{int(view_id)}" + (f"_{rest}" if rest else "")
+
+
+def own_part(name: str) -> str:
+    """The part of a symbolic own-table name: "self" -> SELF, "self.cache" -> "cache"."""
+    return SELF if name == SELF else name.removeprefix(f"{SELF}.")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from idivm.algebra.plan import base_tables, format_plan
+from idivm.algebra.plan import format_plan
 from idivm.algebra.tables import TableInfo
 from idivm.errors import UnknownObject
-from idivm.frontend.build_plan import compile_view_sql
+from idivm.compiler import compile_view
 from idivm.program.printer import format_program
-from idivm.strategies.targets import build_program, diff_schemas_of, make_target
+from idivm.strategies.targets import diff_schemas_of
 
 FIXTURES = Path(__file__).parent / "fixtures" / "stages"
 
@@ -49,18 +49,13 @@ class FixedSchema:
 
 
 def stages(sql: str, strategy: str, schema: FixedSchema) -> str:
-    """The plan with IDs, the base-table i-diff schemas and the Δ-program of a view, as printed,
-    compiled as registration compiles it with view id 1 and captured tables numbered in the
-    plan's order (no column types asked: the general aggregation rule where one would ask)."""
-    plan = compile_view_sql(schema, sql).plan
-    captured: dict[tuple[str, str], int] = {}
-    for t in base_tables(plan):
-        captured.setdefault((t.schema, t.name), len(captured) + 1)
-    target = make_target("idivm", "view_1", plan, captured, 1, strategy=strategy, definition=sql)
-    program = build_program(target, strategy)
-    schemas = [] if strategy == "higher-order" else [ds.label() for ds in diff_schemas_of(plan)]
-    parts = [f"-- plan (pass 1: IDs)\n{format_plan(plan)}",
+    """The plan with IDs, the base-table i-diff schemas and the Δ-program of a view, as printed:
+    the compiler's own output (compiler.py), over symbolic relations (no column types asked: the
+    general aggregation rule where one would ask)."""
+    c = compile_view(sql, schema, strategy)
+    schemas = [] if c.strategy == "higher-order" else [ds.label() for ds in diff_schemas_of(c.plan)]
+    parts = [f"-- plan (pass 1: IDs)\n{format_plan(c.plan)}",
              "-- base-table i-diff schemas\n" + "\n".join(schemas),
-             "-- derivations\n" + "\n".join(program.derivations),
-             f"-- Δ-program\n{format_program(program)}"]
+             "-- derivations\n" + "\n".join(c.program.derivations),
+             f"-- Δ-program\n{format_program(c.program)}"]
     return "\n\n".join(p.rstrip() for p in parts) + "\n"

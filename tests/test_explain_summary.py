@@ -73,3 +73,25 @@ def test_explain_sql_is_a_dry_run_that_leaves_nothing(fresh_db, db):
     assert shown.returncode == 0 and "Δ-program:" in shown.stdout, shown.stderr
     assert db.execute(footprint).fetchone() == before
     engine.close()
+
+
+def test_registration_stores_the_compilers_program_bound_to_the_views_ids(engine, db):
+    """Registration compiles once and binds (compiler.py, program/bind.py): what a view stores is
+    exactly the program a dry run compiles, its symbolic names bound to the view's ids."""
+    from idivm.catalog import repository as catalog
+    from idivm.operate.registry import compile_in
+    from idivm.program.serialize import to_json
+
+    db.execute("CREATE TABLE parts (pid int PRIMARY KEY, sid int NOT NULL, price int NOT NULL)")
+    db.execute("CREATE TABLE sup (sid int PRIMARY KEY, name text)")
+    views = {"g": ("SELECT sid, count(*) AS n, sum(price) AS t FROM parts GROUP BY sid", "id"),
+             "n": ("SELECT pid FROM parts p WHERE price > (SELECT avg(price) FROM parts q WHERE q.sid = p.sid)", "auto"),
+             "o": ("SELECT p.pid, s.name FROM parts p LEFT JOIN sup s ON s.sid = p.sid", "tuple")}
+    for name, (sql, strategy) in views.items():
+        engine.register_view(name, sql, strategy=strategy)
+    with engine.sa.connect() as conn:
+        for name, (sql, strategy) in views.items():
+            row = catalog.view_by_name(conn, "public", name)
+            compiled = compile_in(conn, sql, strategy)
+            program = compiled.bound(row.id, catalog.captured_ids_by_table(conn, row.id))[1]
+            assert to_json(program) == catalog.program_of(conn, row.id), name

@@ -10,13 +10,15 @@ import pytest
 from idivm.calculus.expr import Cmp, Rel, Sum, Var, mul
 from idivm.engines.postgres.render import delta_table, render_step
 from idivm.program import relations as Rl
-from idivm.program.steps import AddToMap
+from idivm.program.bind import bind
+from idivm.program.steps import AddToMap, Program
 from idivm.strategies.higher_order.to_steps import VALUE, BaseTable, Binder, increment_query, trigger_steps
 from idivm.strategies.higher_order.viewlet import compile_query
 
-TABLES = {"public.r": BaseTable("public", "r", ("k", "a", "b"), 1),
-          "public.s": BaseTable("public", "s", ("k", "b", "c"), 2),
-          "public.t": BaseTable("public", "t", ("k", "c", "d"), 3)}
+TABLES = {"public.r": BaseTable("public", "r", ("k", "a", "b")),
+          "public.s": BaseTable("public", "s", ("k", "b", "c")),
+          "public.t": BaseTable("public", "t", ("k", "c", "d"))}
+CAPTURED = {("public", "r"): 1, ("public", "s"): 2, ("public", "t"): 3}  # as registration would number them
 R = Rel("public.r", ("RK", "A", "B"))
 S = Rel("public.s", ("SK", "B", "C"))
 T = Rel("public.t", ("TK", "C", "D"))
@@ -70,24 +72,24 @@ def test_trigger_programs_keep_map_tables_equal_to_their_definitions(db, name, s
         t = TABLES[relation]
         x, y = t.columns[1:]
         with db.transaction():
-            db.execute(f"CREATE TEMP TABLE {delta_table(t.captured_id)} (kind text, pre__k int, pre__{x} int, "
+            db.execute(f"CREATE TEMP TABLE {delta_table(CAPTURED[(t.schema, t.name)])} (kind text, pre__k int, pre__{x} int, "
                        f"pre__{y} int, post__k int, post__{x} int, post__{y} int) ON COMMIT DROP")
             keys = [r[0] for r in db.execute(f"SELECT k FROM {t.name}").fetchall()]
             for k in rng.sample(keys, min(len(keys), 3)):  # updates and deletes of existing rows
                 old = db.execute(f"SELECT k, {x}, {y} FROM {t.name} WHERE k = %s", (k,)).fetchone()
                 if rng.random() < 0.5:
                     db.execute(f"DELETE FROM {t.name} WHERE k = %s", (k,))
-                    db.execute(f"INSERT INTO {delta_table(t.captured_id)} VALUES ('D', %s, %s, %s, NULL, NULL, NULL)", old)
+                    db.execute(f"INSERT INTO {delta_table(CAPTURED[(t.schema, t.name)])} VALUES ('D', %s, %s, %s, NULL, NULL, NULL)", old)
                 else:
                     new = (k, rng.randint(0, 2), rng.randint(0, 2))
                     db.execute(f"UPDATE {t.name} SET {x} = %s, {y} = %s WHERE k = %s", (new[1], new[2], k))
-                    db.execute(f"INSERT INTO {delta_table(t.captured_id)} VALUES ('U', %s, %s, %s, %s, %s, %s)", old + new)
+                    db.execute(f"INSERT INTO {delta_table(CAPTURED[(t.schema, t.name)])} VALUES ('U', %s, %s, %s, %s, %s, %s)", old + new)
             for k in range(100 + 10 * round_, 100 + 10 * round_ + rng.randint(0, 3)):  # inserts
                 new = (k, rng.randint(0, 2), rng.randint(0, 2))
                 db.execute(f"INSERT INTO {t.name} VALUES (%s, %s, %s)", new)
-                db.execute(f"INSERT INTO {delta_table(t.captured_id)} VALUES ('I', NULL, NULL, NULL, %s, %s, %s)", new)
-            steps, _ = trigger_steps(compiled, relation, binder, lambda k: f"idivm_inc_{t.captured_id}_{k}")
-            for step in sorted(steps, key=lambda s: s.phase):
+                db.execute(f"INSERT INTO {delta_table(CAPTURED[(t.schema, t.name)])} VALUES ('I', NULL, NULL, NULL, %s, %s, %s)", new)
+            steps, _ = trigger_steps(compiled, relation, binder, lambda k: f"idivm_inc_{k}")
+            for step in bind(Program(strategy="higher-order", steps=steps), 1, CAPTURED).ordered():
                 _run(db, step)
         for m in compiled.maps:
             assert _map_rows(db, m.name) == _definition(db, m, binder), (name, relation, m.name, compiled.format())
@@ -96,7 +98,6 @@ def test_trigger_programs_keep_map_tables_equal_to_their_definitions(db, name, s
 def test_trigger_programs_print_and_round_trip_through_json():
     from idivm.program.printer import format_program
     from idivm.program.serialize import from_json, to_json
-    from idivm.program.steps import Program
 
     compiled = compile_query(QUERIES["chain"])
     binder = Binder(TABLES, lambda n: Rl.view("public", f"map_{n}"), {m.name: m.keys for m in compiled.maps})

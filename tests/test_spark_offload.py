@@ -14,7 +14,7 @@ from idivm.program.trees import alias, all_of, col, eq, select, string, union_al
 
 
 def _insert_source(kind: str) -> exp.Select:
-    return select([alias(col("b", "k"), "k")], [R.delta(1, alias="d"), R.base("public", "b", alias="b")],
+    return select([alias(col("b", "k"), "k")], [R.captured_delta(1, "public.a", alias="d"), R.base("public", "b", alias="b")],
                   [eq(col("d", "kind"), string(kind)), eq(col("b", "k"), col("d", "post__k"))])
 
 
@@ -24,13 +24,13 @@ def test_a_query_over_kinds_the_batch_lacks_yields_nothing():
     assert not yields_nothing(q, {1: {"I", "U"}})
     both = union_all([_insert_source("I"), _insert_source("U")])
     assert not yields_nothing(both, {1: {"U"}}) and yields_nothing(both, {1: {"D"}})
-    counted = select([alias(exp.Count(this=exp.Star()), "n")], [R.delta(1, alias="d")], [eq(col("d", "kind"), string("I"))])
+    counted = select([alias(exp.Count(this=exp.Star()), "n")], [R.captured_delta(1, "public.a", alias="d")], [eq(col("d", "kind"), string("I"))])
     assert not yields_nothing(counted, {1: {"U"}})  # one row (0) even over no rows
 
 
 def test_a_matching_delete_sends_its_join_to_spark_and_keeps_the_target_side():
     step = DeleteMatching(phase=0, purpose="test", target=R.view("public", "v", alias="v"),
-                          using=[R.delta(1, alias="d"), R.base("public", "b", alias="b")],
+                          using=[R.captured_delta(1, "public.a", alias="d"), R.base("public", "b", alias="b")],
                           condition=all_of([eq(col("b", "k"), col("v", "bk")), eq(col("d", "pre__k"), col("b", "k")),
                                             eq(col("d", "kind"), string("D"))]))
     o = offload(step)
@@ -44,8 +44,8 @@ def test_a_matching_delete_sends_its_join_to_spark_and_keeps_the_target_side():
 
 def test_what_reads_only_the_batch_or_what_the_transaction_wrote_is_not_offloaded():
     by_ids = DeleteMatching(phase=0, purpose="by IDs", target=R.view("public", "v", alias="v"),
-                            using=[R.delta(1, alias="d")], condition=eq(col("v", "k"), col("d", "pre__k")))
+                            using=[R.captured_delta(1, "public.a", alias="d")], condition=eq(col("v", "k"), col("d", "pre__k")))
     assert offload(by_ids) is None  # no join to take off PostgreSQL
     from_view = InsertRows(phase=2, purpose="from the view", target=R.view("public", "w"), columns=["k"],
-                           source=select([col("v", "k")], [R.delta(1, alias="d"), R.view("public", "v", alias="v")]))
+                           source=select([col("v", "k")], [R.captured_delta(1, "public.a", alias="d"), R.view("public", "v", alias="v")]))
     assert offload(from_view) is None  # the view is written by this transaction: Spark cannot see it

@@ -9,12 +9,11 @@ import os
 
 import pytest
 
-from idivm.algebra.plan import base_tables
+from idivm.compiler import compile_view
 from idivm.engines.postgres.render import _bind, render
-from idivm.frontend.build_plan import compile_view_sql
 from idivm.program import relations as R
 from idivm.program.serialize import from_json, to_json
-from idivm.strategies.targets import build_program, make_target
+from idivm.program.steps import relations_read
 from stages import FIXTURES, FixedSchema, stages
 
 SCHEMA = FixedSchema((FIXTURES / "schema.sql").read_text())
@@ -40,12 +39,8 @@ def test_rendering_leaves_the_program_as_it_was(name):
     are unchanged afterwards (sqlglot's generator rewrites some constructs in place)."""
     first, sql = (FIXTURES / f"{name}.sql").read_text().split("\n", 1)
     strategy = first.removeprefix("-- strategy:").strip()
-    plan = compile_view_sql(SCHEMA, sql.strip()).plan
-    captured = {}
-    for t in base_tables(plan):
-        captured.setdefault((t.schema, t.name), len(captured) + 1)
-    program = build_program(make_target("idivm", "view_1", plan, captured, 1, strategy=strategy, definition=sql),
-                            strategy)
+    c = compile_view(sql.strip(), SCHEMA, strategy)
+    program = c.bound(1, {t: i for i, t in enumerate(c.tables(), 1)})[1]  # as registration stores it
     before = to_json(program)
     rendered = render(program)
     assert to_json(program) == before
@@ -53,3 +48,31 @@ def test_rendering_leaves_the_program_as_it_was(name):
     for step in fresh.steps:
         for tree in [v for v in vars(step).values() if hasattr(v, "sql")]:
             assert R.bind_relations(tree, _bind).sql("postgres") in "\n".join(t for _, t in rendered)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_the_compiler_knows_no_catalog_id_and_binding_names_every_relation(name):
+    """The compiler's program names Δs by table, the view's own tables symbolically and scratch
+    relations by purpose (compiler.py); bound to a view's ids (program/bind.py) every Δ is a
+    captured id, every own table lives in idivm's schema under the view's id, and every scratch
+    relation carries the view's id, so that views maintained in one transaction never share one."""
+    first, sql = (FIXTURES / f"{name}.sql").read_text().split("\n", 1)
+    c = compile_view(sql.strip(), SCHEMA, first.removeprefix("-- strategy:").strip())
+    keys = {R.table_key(*t) for t in c.tables()}
+
+    def relations(program):
+        return [r for s in program.steps for r in relations_read(s)] + [
+            R.relation_of(s.target) for s in program.steps if hasattr(s, "target")]
+
+    for rel in relations(c.program):
+        assert rel.kind != R.DELTA or rel.name in keys
+        assert rel.kind != R.VIEW or (rel.schema is None and rel.name.split(".")[0] == "self")
+    assert {s.driven_by for s in c.program.steps} <= keys | {None}
+    captured = {t: i for i, t in enumerate(c.tables(), 7)}
+    bound = c.bound(42, captured)[1]
+    for rel in relations(bound):
+        assert rel.kind != R.DELTA or int(rel.name) in captured.values()
+        assert rel.kind != R.VIEW or (rel.schema == "idivm" and "_42" in rel.name)
+        assert rel.kind != R.SCRATCH or rel.name.endswith("_42")
+    assert {s.driven_by for s in bound.steps} <= set(captured.values()) | {None}
+    assert [type(s) for s in bound.steps] == [type(s) for s in c.program.steps]

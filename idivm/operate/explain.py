@@ -1,27 +1,24 @@
 """What `idivm explain` prints: a view's plan with IDs, i-diff schemas, rule DAG, Δ-program and its
 PostgreSQL rendering, from the catalog (or compiled afresh, before minimization); for a query that
-is not registered, what registering it would create (a dry run)."""
+is not registered, its compilation (a dry run)."""
 from __future__ import annotations
-
-import uuid
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..catalog import repository as catalog
-from ..engines.postgres.materialize import create_empty
 from ..engines.postgres.render import format_rendered
 from ..engines.spark.executor import spark_plan
+from ..algebra.plan import format_plan
 from ..frontend.build_plan import ignored_clauses
-from ..introspect.session import current_schema
 from ..names import display_name
 from ..program.printer import format_program
 from ..program.serialize import from_json
 from ..strategies.higher_order.target import STRATEGY as HIGHER_ORDER
+from ..strategies.targets import diff_schemas_of
 from .engine_choice import engine_summary
-from .install import install_or_upgrade
-from .registry import compile_program, register_locked
-from .summary import summary
+from .registry import compile_in, compile_program
+from .summary import compilation_summary, summary
 
 
 def explain_view(conn: Connection, row: sa.Row, spark_settings=None) -> str:
@@ -55,18 +52,29 @@ def explain_view(conn: Connection, row: sa.Row, spark_settings=None) -> str:
 
 
 def explain_query(conn: Connection, sql: str, strategy: str) -> str:
-    """What registering `sql` with `strategy` would create, explained as a registered view is: the
-    registration itself runs, in the caller's transaction, which the caller must roll back (idivm
-    installed if it is not, the view's tables created empty, capture on its base tables). The
-    answer is the registration's own, refusals included, on a database where nothing is
-    registered too; nothing of it stays."""
-    install_or_upgrade(conn)
-    schema = current_schema(conn)
-    name = f"idivm_dry_run_{uuid.uuid4().hex[:12]}"
-    register_locked(conn, schema, name, sql, strategy, True, fill=create_empty)
-    text = explain_view(conn, catalog.view_by_name(conn, schema, name))
-    return ("dry run: what `idivm register-view` would create; nothing was created or kept\n\n"
-            + text.replace(display_name(schema, name), "(the view)"))
+    """What registering `sql` with `strategy` would create: its compilation (compiler.py), which
+    writes nothing, takes no lock and needs no catalog (a database where idivm is not installed
+    too). Refusals are registration's own. The program names the view's own tables and the base
+    tables' Δs as compiled (self, self.cache, Δ[public.parts]); registration binds them to ids."""
+    c = compile_in(conn, sql, strategy)
+    parts = ["dry run: what `idivm register-view` would create; nothing was created or kept\n"
+             "(the view's own tables and the base tables' Δs are named as compiled: self, self.cache, "
+             "Δ[schema.table]; registration binds them to ids)",
+             f"view (the view)  (strategy: {c.strategy})", compilation_summary(c), f"definition:\n  {sql}"]
+    parts += [f"note: {n}" for n in ignored_clauses(sql)]
+    derivs = c.program.derivations
+    parts += [d for d in derivs if d.startswith("strategy auto:")]
+    derivs = [d for d in derivs if not d.startswith("strategy auto:")]
+    if c.strategy != HIGHER_ORDER:
+        parts.append("plan (pass 1: IDs):\n" + _indent(format_plan(c.plan)))
+        schemas = [ds.label() for ds in diff_schemas_of(c.plan)]
+        parts.append("base-table i-diff schemas:\n" + _indent("\n".join(schemas)))
+    if derivs:
+        parts.append(f"{_derivations_title(c.strategy)}:\n" + _indent("\n".join(derivs)))
+    parts.append("Δ-program:\n" + _indent(format_program(c.program)))
+    parts.append("Δ-script (PostgreSQL):\n" + _indent(format_rendered(c.program)))
+    parts.append("under --engine spark (docs/spark.md), Spark computes:\n" + _indent(spark_plan(c.program)))
+    return "\n\n".join(parts)
 
 
 def explain_unminimized(conn: Connection, row: sa.Row) -> str:

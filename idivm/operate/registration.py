@@ -43,7 +43,7 @@ from ..strategies.targets import STRATEGIES
 from .dependencies import dependents
 from .view_files import what_differs
 from .rebuild import Wanted, query_failed, rebuild_locked, rebuild_plan
-from .registry import MODES, drop_locked, make_immediate_locked, register_locked, sync_immediate
+from .registry import MODES, compile_in, drop_locked, make_immediate_locked, register_locked, sync_immediate
 
 Tables = set[tuple[str, str]]  # (schema, name)
 
@@ -100,6 +100,8 @@ def register(tx: Transactions, request: Request, fill: Fill) -> str:
         why = "" if existing is None or request.if_not_exists else (
             what_differs(conn, existing, request.sql, request.strategy, request.mode, lambda: compiled.plan)
             if request.minimized else "unminimized")
+        if existing is None:  # the whole compilation, strategy included, before any lock too
+            compilation = compile_in(conn, request.sql, request.strategy, request.minimized, view=compiled)
     if existing is not None:
         if request.if_not_exists:
             return "exists"
@@ -113,7 +115,7 @@ def register(tx: Transactions, request: Request, fill: Fill) -> str:
         return "replaced"
     with query_errors(), tx.writers_blocked({(t.schema, t.name) for t in base_tables(compiled.plan)},
                                              [(schema, view)]) as conn:
-        register_locked(conn, schema, view, request.sql, request.strategy, request.minimized, fill, compiled)
+        register_locked(conn, schema, view, request.sql, request.strategy, request.minimized, fill, compilation)
         if request.mode == "immediate":
             make_immediate_locked(conn, schema, view)
     return "created"

@@ -17,34 +17,42 @@ from ..engines.postgres.materialize import Fill, create_as, create_tables, drop_
 from ..engines.postgres.render import delta_names, render_program, sql as pg_sql
 from ..engines.postgres.server_maintenance import drop_view_function, install_view_function, view_delta
 from ..errors import IdivmError, UnknownObject
-from ..frontend.build_plan import CompiledView, compile_view_sql, parse_one
+from ..compiler import Compilation, compile_view
+from ..frontend.build_plan import CompiledView, parse_one
 from ..introspect.provider import PostgresSchema
 from ..introspect.reflect import own_equality_columns, still_as_reflected
 from ..introspect.session import relation_exists, schema_exists
-from ..names import display_name, storage_table
+from ..names import display_name, own_table, storage_table
 from ..program.serialize import targets, to_json
 from ..program.steps import written_tables
 from ..sqltext import column_types, qualified
-from ..strategies.aggregate_target import cache_name
-from ..strategies.choose import AUTO, resolve_auto
 from ..strategies.higher_order.target import HigherOrderTarget
-from ..strategies.targets import build_program, diff_schemas_of, make_target
+from ..strategies.targets import diff_schemas_of
 from .dependencies import dependency_order, edges
 from .policy import notify_threshold
 
 MODES = ("deferred", "immediate")
 
 
+def compile_in(conn: Connection, sql: str, strategy: str, minimized: bool = True,
+               view: CompiledView | None = None) -> Compilation:
+    """The view compiled against the database's schema as `conn` sees it (compiler.py): nothing is
+    written; the database answers the schema provider's questions and the column types the
+    strategies ask for."""
+    return compile_view(sql, PostgresSchema(conn), strategy, column_types=lambda q: column_types(conn, pg_sql(q)),
+                        minimized=minimized, view=view)
+
+
 def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy: str, minimized: bool,
-                    fill: Fill = create_as, compiled: CompiledView | None = None) -> None:
-    """Compile the view, store its program and rendered statements, install capture on its base
-    tables and create and fill its table, in the caller's transaction (whose snapshot must be taken
-    after writers to the base tables are blocked, so the fill and the first logged change meet).
-    `fill` creates each table from its query (engines/postgres/materialize.py: PostgreSQL's own
-    CREATE TABLE AS, or the Spark engine's). `compiled`: the view as compiled before the tables were
-    held, used if they are still as it read them (else compiled again)."""
-    if compiled is None or not still_as_reflected(conn, compiled.tables.values()):
-        compiled = compile_view_sql(PostgresSchema(conn), sql)
+                    fill: Fill = create_as, compiled: Compilation | None = None) -> None:
+    """Store the view's compiled program bound to its ids, install capture on its base tables and
+    create and fill its tables, in the caller's transaction (whose snapshot must be taken after
+    writers to the base tables are blocked, so the fill and the first logged change meet). `fill`
+    creates each table from its query (engines/postgres/materialize.py: PostgreSQL's own CREATE
+    TABLE AS, or the Spark engine's). `compiled`: the view as compiled before the tables were held,
+    used if they are still as it read them (else compiled again)."""
+    if compiled is None or not still_as_reflected(conn, compiled.view.tables.values()):
+        compiled = compile_in(conn, sql, strategy, minimized)
     shown = f"{schema}.{view}"
     if relation_exists(conn, qualified(schema, view)):
         if catalog.view_by_name(conn, schema, view):
@@ -56,36 +64,17 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
     if not schema_exists(conn, schema):
         raise UnknownObject(f'schema "{schema}" does not exist')
     plan = compiled.plan
-    captured = {}
-    for t in base_tables(plan):
-        if (t.schema, t.name) not in captured:
-            captured[(t.schema, t.name)] = ensure_capture(conn, t, notify_threshold)
-
-    def store(strategy: str):
-        """The view's catalog row and program under `strategy` (UnsupportedQuery: it refuses the view)."""
-        view_id = catalog.insert_view(conn, schema, view, sql, strategy, [n for n, _ in plan.outputs], [],
-                                      format_plan(plan))
-        target = make_target(*storage_table(view_id), plan, captured, view_id,
-                             column_types=lambda q: column_types(conn, pg_sql(q)), strategy=strategy, definition=sql)
-        return view_id, target, build_program(target, strategy, minimized)
-
-    def attempt(strategy: str):  # auto's tries: what a strategy that refuses stored is rolled back
-        with conn.begin_nested():
-            return store(strategy)
-
-    if strategy == AUTO:
-        strategy, why, (view_id, target, program) = resolve_auto(plan, attempt)
-        program.derivations.insert(0, f"strategy auto: {strategy}, because {why}")
-    else:
-        view_id, target, program = store(strategy)
+    infos = {(t.schema, t.name): t for t in base_tables(plan)}
+    captured = {key: ensure_capture(conn, infos[key], notify_threshold) for key in compiled.tables()}
+    view_id = catalog.insert_view(conn, schema, view, sql, compiled.strategy, [n for n, _ in plan.outputs], [],
+                                  format_plan(plan))
+    target, program = compiled.bound(view_id, captured)
     catalog.set_ids(conn, view_id, _ids(plan, target))
     catalog.set_program(conn, view_id, to_json(program))
-    infos = {captured[(t.schema, t.name)]: t for t in base_tables(plan)}
     read = columns_read(plan)
-    for cid in sorted(set(captured.values())):
-        info = infos[cid].reading(read[(infos[cid].schema, infos[cid].name)])
-        catalog.insert_input(conn, view_id, cid, info.columns)  # a schema change of these makes the view stale
-    reinstall_functions(conn, notify_threshold, sorted(set(captured.values())))  # notify thresholds now count this view
+    for key, cid in sorted(captured.items(), key=lambda kv: kv[1]):
+        catalog.insert_input(conn, view_id, cid, infos[key].reading(read[key]).columns)  # a schema change of these makes the view stale
+    reinstall_functions(conn, notify_threshold, sorted(captured.values()))  # notify thresholds now count this view
     sync_logging(conn)  # this (deferred) view reads them: tables read by immediate views alone log again
     catalog.insert_diff_schemas(conn, view_id, [
         (ds.scan, captured[(ds.table.schema, ds.table.name)], ds.kind, ds.attrs, ds.conditional, ds.label())
@@ -96,7 +85,7 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
     catalog.insert_derivations(conn, view_id, program.derivations)
     create_tables(conn, target, fill)
     create_view_relation(conn, schema, view, storage_table(view_id), [n for n, _ in plan.outputs],
-                  f"maintained by idivm ({strategy}): {sql}")
+                  f"maintained by idivm ({compiled.strategy}): {sql}")
 
 
 def _ids(plan, target) -> list[list[str]]:
@@ -111,13 +100,9 @@ def _ids(plan, target) -> list[list[str]]:
 
 
 def compile_program(conn: Connection, row: sa.Row, minimized: bool = True):
-    """The view's Δ-program compiled afresh from its stored definition."""
-    compiled = compile_view_sql(PostgresSchema(conn), row.definition)
-    captured = catalog.captured_ids_by_table(conn, row.id)
-    target = make_target(*storage_table(row.id), compiled.plan, captured, row.id,
-                         column_types=lambda q: column_types(conn, pg_sql(q)), strategy=row.strategy,
-                         definition=row.definition)
-    return build_program(target, row.strategy, minimized=minimized)
+    """The view's Δ-program compiled afresh from its stored definition, bound to its ids."""
+    compiled = compile_in(conn, row.definition, row.strategy, minimized)
+    return compiled.bound(row.id, catalog.captured_ids_by_table(conn, row.id))[1]
 
 
 def make_immediate_locked(conn: Connection, schema: str, view: str) -> None:
@@ -161,7 +146,7 @@ def drop_locked(conn: Connection, row: sa.Row, keep_capture: bool = False) -> No
     inputs = catalog.input_ids(conn, row.id)
     drop_view_relation(conn, row.schema_name, row.view_name)
     drop_table(conn, *storage_table(row.id))
-    drop_table(conn, "idivm", cache_name(row.id))
+    drop_table(conn, *own_table(row.id, "cache"))
     program = catalog.program_of(conn, row.id)
     for schema, name in written_tables(targets(program)) if program is not None else ():
         drop_table(conn, schema, name)  # its maps

@@ -17,12 +17,13 @@ from sqlglot import exp
 
 from ..algebra.plan import Aggregate
 from ..catalog import repository as catalog
+from ..compiler import Compilation
 from ..errors import IdivmError
 from ..frontend.build_plan import compile_view_sql
 from ..introspect.provider import PostgresSchema
 from ..introspect.session import relation_bytes, row_count
 from ..names import counted, display_name, size_text, storage_table
-from ..program.relations import BASE
+from ..program.relations import BASE, table_key
 from ..program.serialize import from_json
 from ..program.steps import Program, relations_read
 from ..sqltext import qualified
@@ -41,15 +42,32 @@ def summary(conn: Connection, row: sa.Row) -> str:
         plan = None  # stale: the definition no longer compiles; the rest is still known
     program_json = catalog.program_of(conn, row.id)
     program = from_json(program_json) if program_json is not None else None
+    tables = {i.id: (i.schema_name, i.table_name) for i in catalog.view_inputs(conn, row.id)}
     lines = [("strategy", _strategy(conn, row, plan)), ("mode", _mode(row))]
-    if row.strategy == HIGHER_ORDER:
-        lines.append(("maps", "DBToaster's viewlet transform: every aggregate and nested count is a map that each "
-                              "change adds its delta to; the view is read from the maps"))
-    elif isinstance(plan, Aggregate) and program is not None:
-        lines.append(("aggregates", _aggregates(plan, program)))
+    lines += _compiled(row.strategy, plan, program)
     lines += [("storage", s) for s in _storage(conn, row)]
-    if program is not None:
-        lines += [("changes", s) for s in _changes(conn, program)]
+    lines += [("changes", s) for s in _changes(program, tables)] if program is not None else []
+    return _format(lines)
+
+
+def compilation_summary(c: Compilation) -> str:
+    """The summary of a view compiled but not registered (a dry run): no mode, storage or logs yet."""
+    strategy = f"{c.strategy}, chosen by --strategy auto: {c.why}" if c.why is not None else f"{c.strategy}, as given"
+    tables = {table_key(schema, name): (schema, name) for schema, name in c.tables()}
+    return _format([("strategy", strategy)] + _compiled(c.strategy, c.plan, c.program)
+                   + [("changes", s) for s in _changes(c.program, tables)])
+
+
+def _compiled(strategy: str, plan, program: Program | None) -> list[tuple[str, str]]:
+    if strategy == HIGHER_ORDER:
+        return [("maps", "DBToaster's viewlet transform: every aggregate and nested count is a map that each "
+                         "change adds its delta to; the view is read from the maps")]
+    if isinstance(plan, Aggregate) and program is not None:
+        return [("aggregates", _aggregates(plan, program))]
+    return []
+
+
+def _format(lines: list[tuple[str, str]]) -> str:
     width = max(len(k) for k, _ in lines)
     shown = [(k if i == 0 or lines[i - 1][0] != k else "", v) for i, (k, v) in enumerate(lines)]
     return "summary:\n" + "\n".join(f"  {k.ljust(width)}  {v}" for k, v in shown)
@@ -120,10 +138,11 @@ def _storage(conn: Connection, row: sa.Row) -> list[str]:
     return out
 
 
-def _changes(conn: Connection, program: Program) -> list[str]:
+def _changes(program: Program, tables: dict) -> list[str]:
     """Per base table: the change kinds whose steps read no other base table, and the tables the
-    others join."""
-    by_table: dict[int, dict[str, set[str]]] = {}
+    others join. `tables`: each step's driven_by (a captured id, or a table key as compiled) ->
+    (schema, table)."""
+    by_table: dict[object, dict[str, set[str]]] = {}
     for step in program.steps:
         if step.driven_by is None:
             continue
@@ -132,16 +151,13 @@ def _changes(conn: Connection, program: Program) -> list[str]:
         joined = {r.label() for r in relations_read(step) if r.kind == BASE}
         by_table.setdefault(step.driven_by, {}).setdefault(kind, set()).update(joined)
     out = []
-    for cid, kinds in sorted(by_table.items()):
-        t = catalog.captured_table(conn, cid)
-        table = display_name(t.schema_name, t.table_name)
-        own = f"{t.schema_name}.{t.table_name}"
+    for (schema, name), kinds in sorted((tables[d], kinds) for d, kinds in by_table.items()):
+        own = f"{schema}.{name}"
         direct = [k for k, joined in kinds.items() if not joined - {own}]
         joins = [f"{k} join {', '.join(sorted(joined - {own}))}" for k, joined in kinds.items() if joined - {own}]
         parts = ([f"{_words(direct)} reach the view without a join"] if direct else []) + joins
-        out.append(f"{table}: {'; '.join(parts)}")
+        out.append(f"{display_name(schema, name)}: {'; '.join(parts)}")
     return out
-
 
 
 def _words(items: list[str]) -> str:

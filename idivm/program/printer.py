@@ -74,7 +74,8 @@ def format_step(step: Step) -> list[str]:
 def format_program(program: Program) -> str:
     lines = []
     for i, step in enumerate(program.ordered(), 1):
-        driven = f"  [driven by Δ of captured table {step.driven_by}]" if step.driven_by is not None else ""
+        driven = ("" if step.driven_by is None else f"  [driven by Δ[{step.driven_by}]]" if isinstance(step.driven_by, str)
+                  else f"  [driven by Δ of captured table {step.driven_by}]")
         lines.append(f"[{i}] {PHASES[step.phase]} ({step.role}): {step.purpose}{driven}")
         lines += format_step(step)
     return "\n".join(lines)

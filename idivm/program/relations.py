@@ -6,8 +6,14 @@ and write stay abstract until an engine binds them: the same step reads
 Spark. A relation is an ``exp.Table`` whose catalog part names its kind
 (``@delta``, ``@base``, ``@view``, ``@scratch``, ``@returned``); the rest says
 which one. Such a table prints (and parses back) as ordinary SQL, e.g.
-``"@delta"."17"``, so a program survives a JSON round trip through sqlglot's
-own tree serialization.
+``"@delta"."public.parts"``, so a program survives a JSON round trip through
+sqlglot's own tree serialization.
+
+The compiler names relations without any catalog id: a base table's Δ by the
+table (``"@delta"."public.parts"``), the view's own tables symbolically
+(``"@view"."self"``, ``"@view"."self.cache"``), scratch relations by their
+purpose. Registration binds a compiled program to the view's ids
+(program/bind.py): ``"@delta"."17"``, ``"idivm"."view_5"``, and so on.
 
 An i-diff instance (paper Section 5: effective diffs of one base table) has one
 row per changed key: ``kind`` (I, D or U) and ``pre__c`` / ``post__c`` for every
@@ -19,6 +25,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
+from ..names import SELF, display_name, own_table
 from .trees import ident
 
 DELTA, BASE, VIEW, SCRATCH, RETURNED = "@delta", "@base", "@view", "@scratch", "@returned"
@@ -48,10 +55,29 @@ def _table(kind: str, name: str, schema: str | None = None, alias: str | None = 
                      alias=exp.TableAlias(this=ident(alias)) if alias else None)
 
 
-def delta(captured_id: int, alias: str | None = None, of: str | None = None) -> exp.Table:
-    """Δ[t]: the i-diff instance of one captured base table for this maintenance (`of`: the table's
-    name, for the printer only)."""
+def delta(schema: str, name: str, alias: str | None = None) -> exp.Table:
+    """Δ[t]: the i-diff instance of base table t for this maintenance, named by the table
+    (table_key) as the compiler names it; registration binds it to t's captured id."""
+    return _table(DELTA, table_key(schema, name), alias=alias)
+
+
+def captured_delta(captured_id: int, of: str, alias: str | None = None) -> exp.Table:
+    """Δ[t] bound to the captured table's id, as a registered view's program holds it (`of`: the
+    table's key, for the printer only)."""
     return _table(DELTA, str(int(captured_id)), of, alias)
+
+
+def table_key(schema: str, name: str) -> str:
+    """How a compiled program names a base table (its Δ, the table whose i-diff drives a step):
+    the name as typed back, unambiguous (public.parts, public."Big Parts")."""
+    return display_name(schema, name)
+
+
+def own(part: str = SELF, alias: str | None = None) -> exp.Table:
+    """One of the view's own tables (itself, its cache, a map) as the compiler names it: symbolic
+    until registration binds it (idivm/names.py, own_table)."""
+    schema, name = own_table(None, part)
+    return _table(VIEW, name, schema, alias)
 
 
 def base(schema: str, name: str, alias: str | None = None) -> exp.Table:

@@ -48,7 +48,9 @@ class Record:
 class Step:
     phase: int
     purpose: str
-    driven_by: int | None = None  # captured table whose i-diff drives the step
+    # the base table whose i-diff drives the step: its relations.table_key as compiled, its captured
+    # table id once registration bound the program (bind.py)
+    driven_by: int | str | None = None
     role: str = VIEW_ROLE  # what it maintains: the view, or an intermediate cache of it
 
 

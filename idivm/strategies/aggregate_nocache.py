@@ -60,11 +60,11 @@ def affected_group_steps(t) -> list[Step]:
         out.append(InsertRows(
             phase=0, purpose=f"affected groups: post-state groups of inserted/updated {s.alias} rows",
             target=R.scratch(t.affected), columns=list(keys),
-            source=select(key_list(bind), froms, filters, distinct=True), driven_by=cache.captured_id(s.alias)))
+            source=select(key_list(bind), froms, filters, distinct=True), driven_by=cache.table_key(s.alias)))
         pre = pre_state_rows(cache, s.alias, conds, key_list, s_filter=relevant)
         out.append(InsertRows(
             phase=0, purpose=f"affected groups: pre-state groups of deleted/updated {s.alias} rows",
             target=R.scratch(t.affected), columns=list(keys),
             source=select([col(None, k) for k in keys], [subquery(pre, "p")], distinct=True),
-            driven_by=cache.captured_id(s.alias)))
+            driven_by=cache.table_key(s.alias)))
     return out

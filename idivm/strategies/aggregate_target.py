@@ -43,7 +43,6 @@ CACHE_ALIAS = "c"
 class AggregateTarget(MaintainedTable):
     schema: str
     name: str
-    view_id: int
     agg: Aggregate
     cache: Target | UnionTarget  # the intermediate cache: an SPJ view or a UNION ALL
     # set when the specialized SUM/COUNT/AVG rules apply (aggregate_sum.choose_rule): the
@@ -53,12 +52,12 @@ class AggregateTarget(MaintainedTable):
     @property
     def affected(self) -> str:
         """Scratch relation: the groups this maintenance touches."""
-        return f"idivm_affected_{self.view_id}"
+        return "idivm_affected"
 
     @property
     def group_deltas(self) -> str:
         """Scratch relation: per-group sums of the signed changes (specialized rules)."""
-        return f"idivm_group_deltas_{self.view_id}"
+        return "idivm_group_deltas"
 
     @property
     def columns(self) -> list[str]:
@@ -68,10 +67,6 @@ class AggregateTarget(MaintainedTable):
     def state_columns(self) -> list[tuple[str, exp.Expression]]:
         """Hidden operator-cache columns of the view (specialized rules only)."""
         return state_columns(self.sum_args) if self.sum_args is not None else []
-
-
-def cache_name(view_id: int) -> str:
-    return f"cache_{view_id}"
 
 
 def bind_cache(e: exp.Expression) -> exp.Expression:

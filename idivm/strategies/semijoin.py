@@ -66,11 +66,10 @@ def _either_state(target: Target, sq: SubqueryPredicate, alias: str, table) -> e
     """A table's rows in the post-state and the pre-images of its changed rows, as `alias` (the
     columns the subquery reads of it: a schema change of the others leaves the program valid)."""
     now, before = f"{alias}_now", f"{alias}_before"
-    cid = target.captured[(table.schema, table.name)]
     read = sorted({c.name for c in sq.affected().find_all(exp.Column) if c.table == alias}) or list(table.key)
     post = select([col(now, c) for c in read], [R.base(table.schema, table.name, now)])
     pre = select([alias_(col(before, R.pre(c)), c) for c in read],
-                 [R.delta(cid, before, of=f"{table.schema}.{table.name}")], [kind_is_not(R.INSERTED, alias=before)])
+                 [R.delta(table.schema, table.name, before)], [kind_is_not(R.INSERTED, alias=before)])
     return subquery(union_all([post, pre]), alias)
 
 
@@ -85,20 +84,21 @@ def subquery_steps(target: Target) -> list[Step]:
         if target.branch is not None:  # an uncorrelated subquery matches no ID: stay in this branch's rows
             by_id.append(eq(col(VIEW_ALIAS, BRANCH_COLUMN), num(int(target.branch))))
         for changed, table in sq.tables():
-            cid = target.captured[(table.schema, table.name)]
-            delta = R.delta(cid, DIFF_ALIAS, of=f"{table.schema}.{table.name}")
+            delta = R.delta(table.schema, table.name, DIFF_ALIAS)
             label = f"Δ[{table.name}] of subquery {changed}"
             out.append(DeleteMatching(
                 phase=0, purpose=f"{label}: delete the outer rows it may affect, by ID", target=target.ref(),
                 using=[delta] + [target.base(a) for a in related],
-                condition=all_of(by_id + [_changed(target, sq, changed)]), driven_by=cid))
+                condition=all_of(by_id + [_changed(target, sq, changed)]),
+                driven_by=R.table_key(table.schema, table.name)))
             bind = binder(target, None)
             filters = [bind(c) for c in conjuncts_below(target.plan)]
             filters.append(_affected_ids(target, sq, changed, related, delta)
                            or exists(select([exp.Literal.number(1)], [delta.copy()], [_changed(target, sq, changed)])))
             out.append(insert_rows(
                 target, None, [], filters, bind, froms=[target.base(s) for s in target.scan_alias], id_image=None,
-                phase=2, purpose=f"{label}: re-derive those outer rows from the post-state", driven_by=cid))
+                phase=2, purpose=f"{label}: re-derive those outer rows from the post-state",
+                driven_by=R.table_key(table.schema, table.name)))
     return out
 
 

@@ -1,5 +1,5 @@
 """An SPJ view (or intermediate cache, or UNION ALL branch) as compilation sees it: its plan, its
-scans' aliases and captured tables, and the binding of the view's expressions to relations.
+scans' aliases and base tables, and the binding of the view's expressions to relations.
 
 Expressions from the view are re-bound (scan columns -> i-diff instance or base-table aliases) as
 sqlglot trees; relations stay abstract (program/relations.py) until an engine renders the steps.
@@ -38,7 +38,6 @@ class Target(MaintainedTable):
     schema: str
     name: str
     plan: Project
-    captured: dict[tuple[str, str], int]  # (schema, table) -> captured table id
     branch: int | None = None  # UNION ALL branch number b, whose rows this target maintains
 
     @property
@@ -49,13 +48,14 @@ class Target(MaintainedTable):
     def tables(self) -> dict[str, TableInfo]:
         return {s.alias: s.table for s in scans(self.plan)}
 
-    def captured_id(self, scan: str) -> int:
+    def table_key(self, scan: str) -> str:
+        """The scan's base table as a program names it (the table whose i-diff drives a step)."""
         t = self.tables[scan]
-        return self.captured[(t.schema, t.name)]
+        return R.table_key(t.schema, t.name)
 
     def delta_of(self, scan: str, alias: str | None = DIFF_ALIAS) -> exp.Table:
         t = self.tables[scan]
-        return R.delta(self.captured_id(scan), alias, of=f"{t.schema}.{t.name}")
+        return R.delta(t.schema, t.name, alias)
 
     def base(self, scan: str) -> exp.Table:
         t = self.tables[scan]

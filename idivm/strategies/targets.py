@@ -8,14 +8,17 @@
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlglot import exp
 
 from ..algebra.plan import Aggregate, Project, Union, walk
 from ..errors import IdivmError, UnsupportedQuery
+from ..names import SELF, own_part, own_table
 from ..program.steps import Program
 from .aggregate import general_program
 from .aggregate_sum import EXACT_TYPE_OIDS, choose_rule, sum_program
-from .aggregate_target import AggregateTarget, cache_name
+from .aggregate_target import AggregateTarget
 from .diff_schemas import base_diff_schemas
 from .higher_order.target import STRATEGY as HIGHER_ORDER, HigherOrderTarget, higher_order_program, make_higher_order_target
 from .id import id_program
@@ -25,40 +28,52 @@ from .tuple import tuple_program
 from .union import UnionTarget, union_program
 
 
-def make_target(schema: str, name: str, plan, captured: dict, view_id: int, column_types=None,
-                strategy: str | None = None, definition: str | None = None):
-    """column_types(sql) -> type OIDs of a query's columns: lets a grouped view use the specialized
-    SUM/COUNT/AVG rules when its arguments are exact numbers (without it, the general rule), and
-    tells the higher-order strategy which sums it can keep exactly. `definition`: the view's SQL
-    (the higher-order strategy types its table by it)."""
+def make_target(plan, strategy: str, column_types=None, definition: str | None = None, part: str = SELF):
+    """The view's target, its own tables named symbolically (relations.own): nothing here knows a
+    catalog id. column_types(query) -> type OIDs of a query's columns: lets a grouped view use the
+    specialized SUM/COUNT/AVG rules when its arguments are exact numbers (without it, the general
+    rule), and tells the higher-order strategy which sums it can keep exactly. `definition`: the
+    view's SQL (the higher-order strategy types its table by it)."""
+    schema, name = own_table(None, part)
     nested = any(sq.scalar is not None for p in walk(plan.cache if isinstance(plan, Aggregate) else plan)
                  if isinstance(p, Project) for sq in p.subqueries)
     if strategy != HIGHER_ORDER and (nested or (isinstance(plan, Aggregate) and plan.having_subqueries)):
         raise UnsupportedQuery("a scalar subquery compared in WHERE or HAVING (a nested aggregate) is maintained "
                                "only by --strategy higher-order (or auto)")
     if strategy == HIGHER_ORDER:
-        return make_higher_order_target(schema, name, plan, captured, view_id, definition or "",
-                                        _sum_types(plan, captured, view_id, column_types))
+        return make_higher_order_target(schema, name, plan, definition or "", _sum_types(plan, column_types))
     if isinstance(plan, Aggregate):
-        cache = make_target("idivm", cache_name(view_id), plan.cache, captured, view_id)
-        target = AggregateTarget(schema=schema, name=name, view_id=view_id, agg=plan, cache=cache)
+        cache = make_target(plan.cache, strategy, part="cache")
+        target = AggregateTarget(schema=schema, name=name, agg=plan, cache=cache)
         if column_types is not None:
             choose_rule(target, column_types)
         return target
     if isinstance(plan, Union):
-        return UnionTarget(schema=schema, name=name, union=plan, captured=captured)
-    return Target(schema=schema, name=name, plan=plan, captured=captured)
+        return UnionTarget(schema=schema, name=name, union=plan)
+    return Target(schema=schema, name=name, plan=plan)
+
+
+def bind_target(target, view_id: int):
+    """The target with its own tables bound to the view's id (as program/bind.py binds its program):
+    what registration creates and fills."""
+    schema, name = own_table(view_id, own_part(target.name))
+    changes = {"schema": schema, "name": name}
+    if isinstance(target, HigherOrderTarget):
+        changes["view_id"] = view_id
+    if isinstance(target, AggregateTarget):
+        changes["cache"] = bind_target(target.cache, view_id)
+    return replace(target, **changes)
 
 
 SUM_TYPE_NAMES = {20: "bigint", 1700: "numeric"}  # the types SUM over an exact type has
 
 
-def _sum_types(plan, captured: dict, view_id: int, column_types):
+def _sum_types(plan, column_types):
     """sum_type(cache column) for the higher-order strategy: the type PostgreSQL gives SUM of the
     column, if the column's own type is exact (integers, numeric), else None."""
     if column_types is None or not isinstance(plan, Aggregate) or not isinstance(plan.cache, Project):
         return None
-    cache = Target(schema="idivm", name=cache_name(view_id), plan=plan.cache, captured=captured)
+    cache = Target(*own_table(None, "cache"), plan=plan.cache)
 
     def sum_type(column: str) -> str | None:
         query = select([col("q", column), exp.Sum(this=col("q", column))], [subquery(full_query(cache), "q")])

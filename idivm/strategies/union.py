@@ -21,11 +21,10 @@ class UnionTarget(MaintainedTable):
     schema: str
     name: str
     union: Union
-    captured: dict[tuple[str, str], int]
 
     @property
     def branches(self) -> list[Target]:
-        return [Target(self.schema, self.name, b, self.captured, branch=k)
+        return [Target(self.schema, self.name, b, branch=k)
                 for k, b in enumerate(self.union.branches, 1)]
 
     @property

@@ -52,6 +52,8 @@ def delta_table(captured_id: int) -> str:
 
 def _bind(rel: R.Relation) -> exp.Expression:
     if rel.kind == R.DELTA:
+        if not rel.name.isdigit():  # a program as compiled, not bound to ids (a dry run prints it)
+            return table_expr("pg_temp", f"Δ[{rel.name}]")
         return table_expr("pg_temp", _DELTA_NAME.get()(int(rel.name)))
     if rel.kind == R.SCRATCH:
         return table_expr("pg_temp", rel.name)

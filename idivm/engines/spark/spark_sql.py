@@ -39,12 +39,17 @@ def _check(tree: exp.Expression) -> None:
 
 def view_name(rel: R.Relation) -> str:
     """The Spark temp view an abstract relation is read from."""
-    if rel.kind == R.DELTA:
-        return f"idivm_delta_{int(rel.name)}"
+    if rel.kind == R.DELTA:  # by captured id; by table in a program not bound to ids (a dry run prints it)
+        return f"idivm_delta_{rel.name}" if rel.name.isdigit() else "idivm_delta_" + _spelled(rel.name)
     if rel.kind in (R.BASE, R.VIEW):  # a base table, or a map or cache the program maintains
         prefix = "idivm_base_" if rel.kind == R.BASE else "idivm_kept_"
-        return prefix + "".join(c if c.isalnum() else f"_{ord(c):x}_" for c in f"{rel.schema}.{rel.name}")
+        return prefix + _spelled(f"{rel.schema}.{rel.name}")
     raise UnsupportedQuery(f"the Spark engine does not read {rel.label()}")
+
+
+def _spelled(name: str) -> str:
+    """A name as a Spark identifier's letters: every other character spelled by its code."""
+    return "".join(c if c.isalnum() else f"_{ord(c):x}_" for c in name)
 
 
 def _rename_aliases(tree: exp.Expression) -> exp.Expression:

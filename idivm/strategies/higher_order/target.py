@@ -2,7 +2,7 @@
 transform chose, the tables they live in, and its Δ-program (VLDBJ'14 Section 4: one trigger
 program per base relation; here one per captured table's batch, run one table after another).
 
-Maps are tables ``idivm.map_<view id>_<map>`` with the map's keys (named by their variables) and
+Maps are tables ``idivm.map_<view id>_<map>`` (symbolic, ``self.map_<map>``, as compiled) with the map's keys (named by their variables) and
 ``__value``; the view table is derived from the top-level maps (view_table.py).
 """
 from __future__ import annotations
@@ -16,6 +16,7 @@ from ...algebra.placeholders import Unbound
 from ...algebra.plan import Aggregate, scans
 from ...calculus.expr import Atom, Cmp, DeltaRel, Var
 from ...calculus.printer import show
+from ...names import own_table
 from ...program import relations as Rl
 from ...program.steps import CACHE_ROLE, VIEW_FROM_MAPS_PHASE, AddToMap, CreateScratch, InsertRows, Program
 from ...program.trees import alias, aliased, any_of, col, exists, num, select, subquery, union_all
@@ -30,15 +31,16 @@ from .viewlet import Compiled, compile_queries, expand
 STRATEGY = "higher-order"
 
 
-def map_table_name(view_id: int, map_name: str) -> str:
-    return f"map_{int(view_id)}_{map_name.lower()}"
+def map_table_name(view_id: int | None, map_name: str) -> str:
+    """A map's table (idivm/names.py, own_table): symbolic as compiled (view_id None)."""
+    return own_table(view_id, f"map_{map_name.lower()}")[1]
 
 
 @dataclass
 class HigherOrderTarget:
     schema: str
     name: str
-    view_id: int
+    view_id: int | None  # None as compiled; the view's id once registration bound it (targets.bind_target)
     translation: Translation
     compiled: Compiled
     tables: dict[str, BaseTable]  # calculus relation name -> base table
@@ -54,7 +56,7 @@ class HigherOrderTarget:
         return map_table_name(self.view_id, self.compiled.top[self.translation.count_map])
 
     def map_table(self, map_name: str) -> exp.Table:
-        return Rl.view("idivm", map_table_name(self.view_id, map_name))
+        return Rl.view(*own_table(self.view_id, f"map_{map_name.lower()}"))
 
     @property
     def binder(self) -> Binder:
@@ -199,8 +201,7 @@ def _placeholders(e: exp.Expression) -> str:
     return e.transform(bare).sql("postgres")
 
 
-def make_higher_order_target(schema: str, name: str, plan, captured: dict, view_id: int, definition: str,
-                             sum_type=None) -> HigherOrderTarget:
+def make_higher_order_target(schema: str | None, name: str, plan, definition: str, sum_type=None) -> HigherOrderTarget:
     """sum_type(cache column) -> the type of SUM of a grouped view's aggregate argument, if that is
     of an exact type (translate.translate)."""
     translation = translate(plan, sum_type)
@@ -209,13 +210,13 @@ def make_higher_order_target(schema: str, name: str, plan, captured: dict, view_
     read += [(q.alias, q.table) for q in getattr(plan, "having_subqueries", [])]
     reading = columns_read(plan)  # the columns of each table its relations hold (scope.Scope.atom)
     read = [(a, t.reading(reading[(t.schema, t.name)])) for a, t in read]
-    tables = {relation_name_of(t): BaseTable(t.schema, t.name, t.column_names, captured[(t.schema, t.name)])
+    tables = {relation_name_of(t): BaseTable(t.schema, t.name, t.column_names)
               for _, t in read}
     nullable = frozenset(variable(a, c) for a, t in read for c in t.column_names
                          if not t.never_null(c)) | translation.lifted
     columns = {variable(a, c) for a, t in read for c in t.column_names}
     compiled = compile_queries(translation.maps, frozenset(columns - nullable))
-    return HigherOrderTarget(schema, name, view_id, translation, compiled, tables, definition, nullable)
+    return HigherOrderTarget(schema, name, None, translation, compiled, tables, definition, nullable)
 
 
 def higher_order_program(target: HigherOrderTarget) -> Program:
@@ -227,10 +228,10 @@ def higher_order_program(target: HigherOrderTarget) -> Program:
     top = target.compiled.top
     written: list[tuple[str, str]] = []
     kept = frozenset(top.values())  # later steps read which keys of these a batch touched
-    for relation in sorted(target.compiled.triggers):
-        cid = target.tables[relation].captured_id
-        steps, w = trigger_steps(target.compiled, relation, binder,
-                                 lambda k, cid=cid: f"idivm_inc_{target.view_id}_{cid}_{k}", driven_by=cid, kept=kept)
+    for i, relation in enumerate(sorted(target.compiled.triggers), 1):
+        t_ = target.tables[relation]
+        steps, w = trigger_steps(target.compiled, relation, binder, lambda k, i=i: f"idivm_inc_{i}_{k}",
+                                 driven_by=Rl.table_key(t_.schema, t_.name), kept=kept)
         program.steps += steps
         written += w
     if t.nesting is not None:
@@ -242,7 +243,7 @@ def higher_order_program(target: HigherOrderTarget) -> Program:
     if not t.group:
         program.steps += target.view_from_maps.steps(None)
     elif queries:  # the touched keys, once, with statistics: the view's statements look them up by index
-        keys = f"idivm_touched_{target.view_id}"
+        keys = "idivm_touched"
         program.steps.append(CreateScratch(phase=-1, purpose="the keys of the view a batch touched", name=keys,
                                            source=select([exp.Star()], [subquery(union_all(queries, distinct=True), "k")])))
         program.steps.append(InsertRows(phase=VIEW_FROM_MAPS_PHASE, purpose="the keys of the view the batch touched",
@@ -267,7 +268,7 @@ def _contribution_steps(target: HigherOrderTarget, program: Program, written: li
         increments = [scratch for m, scratch in written if m == top[name]]
         if not increments and not nested_changes:
             continue
-        scratch = f"idivm_contrib_{target.view_id}_{len(out)}"
+        scratch = f"idivm_contrib_{len(out)}"
         keys = list(c.keys)
         parts = []
         if increments or keyed:  # increment: C at the keys the batch can have changed

@@ -35,12 +35,11 @@ class BaseTable:
     schema: str
     name: str
     columns: tuple[str, ...]
-    captured_id: int
 
 
 def signed_batch(t: BaseTable) -> exp.Query:
     """ΔR as signed tuples from the i-diff instance: +1 for each post-image, -1 for each pre-image."""
-    d = Rl.delta(t.captured_id, None, of=f"{t.schema}.{t.name}")
+    d = Rl.delta(t.schema, t.name)
     plus = select([alias(col(None, Rl.post(c)), c) for c in t.columns] + [alias(num(1), MULT)], [d.copy()],
                   [kind_is_not(Rl.DELETED, alias=None)])
     minus = select([alias(col(None, Rl.pre(c)), c) for c in t.columns] + [alias(num(-1), MULT)], [d.copy()],
@@ -143,7 +142,7 @@ def _reads(e: Expr) -> set[str]:
 
 
 def trigger_steps(compiled: Compiled, relation: str, binder: Binder, scratch_name: Callable[[int], str],
-                  driven_by: int | None = None, kept: frozenset[str] = frozenset()) -> tuple[list[Step], list[tuple[str, str]]]:
+                  driven_by: str | None = None, kept: frozenset[str] = frozenset()) -> tuple[list[Step], list[tuple[str, str]]]:
     """The trigger program of one relation's batch. Returns the steps and, per increment kept in a
     scratch relation, (map, scratch): the keys the batch touched, for the maps in `kept`.
 

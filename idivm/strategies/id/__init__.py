@@ -26,5 +26,5 @@ def id_program(target: Target, minimized: bool = True) -> Program:
             d = m
             program.derivations.append("\n    ".join(d.trail) + f"\n    => {d.format()}")
             program.steps.append(idiff_step(target, d, purpose=f"{schema.label()} -> {d.format()}",
-                                            driven_by=target.captured_id(schema.scan)))
+                                            driven_by=target.table_key(schema.scan)))
     return program

@@ -35,11 +35,11 @@ def tuple_program(target: Target) -> Program:
         program.steps.append(DeleteMatching(
             phase=0, purpose=f"D-_V: pre-state view tuples with deleted/updated {s.alias} tuples",
             target=target.ref(), using=[subquery(pre_state_view_ids(target, s.alias, pre_conds), "x")],
-            condition=all_of(match), driven_by=target.captured_id(s.alias)))
+            condition=all_of(match), driven_by=target.table_key(s.alias)))
         bind_post = binder(target, s.alias)
         filters = [kind_is(R.INSERTED, R.UPDATED)] + [bind_post(c) for c in conds]
         program.steps.append(insert_rows(
             target, s.alias, others, filters, bind_post, phase=2,
             purpose=f"D+_V: post-state view tuples with inserted/updated {s.alias} tuples",
-            driven_by=target.captured_id(s.alias)))
+            driven_by=target.table_key(s.alias)))
     return program

@@ -1,0 +1,66 @@
+"""The compiler as one function: a view's SQL, a schema provider and a strategy in, its plan, target
+and Δ-program out, with no connection and no catalog id inside.
+
+Every stage is a value handed to the next: the frontend asks the schema provider (never the
+database) for the tables and turns the SQL into a logical plan with IDs (frontend/); the strategy
+turns the plan into a target (the view's own tables and what fills them) and a Δ-program over
+symbolic relations (strategies/, program/relations.py): base tables' Δs by table name, the view's
+own tables as `self`, `self.cache`, `self.map_<name>`. A dry run (`idivm explain --sql`) prints that
+program as it is; registration binds it to the ids the catalog gives (`bound`) and stores it.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .algebra.plan import base_tables
+from .frontend.build_plan import CompiledView, compile_view_sql
+from .frontend.schema import SchemaProvider
+from .program.bind import bind
+from .program.steps import Program
+from .strategies.choose import AUTO, resolve_auto
+from .strategies.targets import bind_target, build_program, make_target
+
+ColumnTypes = Callable[[object], list[int]]  # a query tree -> the type OIDs of its columns
+
+
+@dataclass
+class Compilation:
+    view: CompiledView  # the SQL, its plan with IDs and the tables it reads, as reflected
+    strategy: str  # the strategy that maintains it (auto resolved)
+    why: str | None  # auto's reason for choosing it; None when the strategy was given
+    target: object  # strategies/targets.py: the view's own tables, symbolically named
+    program: Program  # symbolic relations; `bound` binds them
+
+    @property
+    def plan(self):
+        return self.view.plan
+
+    def tables(self) -> list[tuple[str, str]]:
+        """(schema, table) of every base table the view reads, in the plan's order, once each."""
+        return list(dict.fromkeys((t.schema, t.name) for t in base_tables(self.plan)))
+
+    def bound(self, view_id: int, captured: dict[tuple[str, str], int]) -> tuple[object, Program]:
+        """The target and program bound to a registered view's ids (captured: (schema, table) ->
+        captured table id, for each of `tables()`)."""
+        return bind_target(self.target, view_id), bind(self.program, view_id, captured)
+
+
+def compile_view(sql: str, schema: SchemaProvider, strategy: str, column_types: ColumnTypes | None = None,
+                 minimized: bool = True, view: CompiledView | None = None) -> Compilation:
+    """Compile `sql` under `strategy` (auto: the first strategy that maintains it, strategies/choose.py).
+    UnsupportedQuery (and the frontend's errors) refuse the view, with one line naming the construct.
+    `view`: the frontend's result, when the caller has it already."""
+    view = view or compile_view_sql(schema, sql)
+
+    def attempt(name: str):
+        target = make_target(view.plan, name, column_types=column_types, definition=sql)
+        return target, build_program(target, name, minimized)
+
+    why = None
+    if strategy == AUTO:
+        strategy, why, (target, program) = resolve_auto(view.plan, attempt)
+        program.derivations.insert(0, f"strategy auto: {strategy}, because {why}")
+    else:
+        target, program = attempt(strategy)
+    return Compilation(view, strategy, why, target, program)
