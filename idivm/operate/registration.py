@@ -28,7 +28,6 @@ import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..algebra.plan import base_tables
 from ..catalog import repository as catalog
 from ..engines.postgres.executor import MaintenanceReport, run_maintenance
 from ..engines.postgres.maintenance_lock import lock_view
@@ -94,14 +93,15 @@ def register(tx: Transactions, request: Request, fill: Fill) -> str:
     request.check()
     schema, view = parse_name(request.name)
     with tx.reading() as conn:
-        compiled = compile_view_sql(PostgresSchema(conn), request.sql)  # refuse early, before any lock
         schema = schema or current_schema(conn)
         existing = catalog.view_by_name(conn, schema, view) if (request.replace or request.if_not_exists) else None
-        why = "" if existing is None or request.if_not_exists else (
-            what_differs(conn, existing, request.sql, request.strategy, request.mode, lambda: compiled.plan)
-            if request.minimized else "unminimized")
-        if existing is None:  # the whole compilation, strategy included, before any lock too
-            compilation = compile_in(conn, request.sql, request.strategy, request.minimized, view=compiled)
+        if existing is None:  # compiled before any lock: a refusal holds nothing
+            compiled = compile_in(conn, request.sql, request.strategy, request.minimized)
+        else:  # a view of that name: the query must still compile, and may differ from the registered one
+            plan = compile_view_sql(PostgresSchema(conn), request.sql).plan
+            why = "" if request.if_not_exists else (
+                what_differs(conn, existing, request.sql, request.strategy, request.mode, lambda: plan)
+                if request.minimized else "unminimized")
     if existing is not None:
         if request.if_not_exists:
             return "exists"
@@ -113,9 +113,8 @@ def register(tx: Transactions, request: Request, fill: Fill) -> str:
             rebuild(tx, existing, fill, f'replace "{display_name(schema, view)}"',
                     {existing.id: (request.sql, request.strategy, request.mode, request.minimized)})
         return "replaced"
-    with query_errors(), tx.writers_blocked({(t.schema, t.name) for t in base_tables(compiled.plan)},
-                                             [(schema, view)]) as conn:
-        register_locked(conn, schema, view, request.sql, request.strategy, request.minimized, fill, compilation)
+    with query_errors(), tx.writers_blocked(set(compiled.tables()), [(schema, view)]) as conn:
+        register_locked(conn, schema, view, request.sql, request.strategy, request.minimized, fill, compiled)
         if request.mode == "immediate":
             make_immediate_locked(conn, schema, view)
     return "created"
