@@ -40,7 +40,7 @@ def _relevant(target, scan: str) -> exp.Expression:
 
 
 def affected_group_steps(t) -> list[Step]:
-    cache = t.cache  # the input, as a Target that is never materialized
+    cache = t.cache  # the input, as a SpjTarget that is never materialized
     keys = t.agg.keys
     key_exprs = dict(cache.plan.outputs)
     conds = conjuncts_below(cache.plan.child)

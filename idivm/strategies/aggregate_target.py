@@ -10,7 +10,7 @@ from sqlglot import exp
 from ..algebra.placeholders import CacheColumn
 from ..algebra.plan import Aggregate
 from ..program.trees import all_of, col, eq
-from .spj import MaintainedTable, Target
+from .spj import MaintainedTable, SpjTarget
 from .union import UnionTarget
 
 
@@ -44,7 +44,7 @@ class AggregateTarget(MaintainedTable):
     schema: str
     name: str
     agg: Aggregate
-    cache: Target | UnionTarget  # the intermediate cache: an SPJ view or a UNION ALL
+    cache: SpjTarget | UnionTarget  # the intermediate cache: an SPJ view or a UNION ALL
     # set when the specialized SUM/COUNT/AVG rules apply (aggregate_sum.choose_rule): the
     # aggregated cache columns, each with whether it is summed
     sum_args: dict[str, bool] | None = None

@@ -11,7 +11,7 @@ from ..program.steps import DeleteMatching, InsertRows, Step, UpdateMatching
 from ..program.trees import alias, all_of, any_of, col, distinct_from, eq, num, select, string
 from ..rules.idiff import DiffSchema, IDiff
 from ..rules.project import updated_outputs
-from .spj import DIFF_ALIAS, VIEW_ALIAS, Target, base_mapping, bind_with, binder
+from .spj import DIFF_ALIAS, VIEW_ALIAS, SpjTarget, base_mapping, bind_with, binder
 
 
 def kind_is(*codes: str, alias: str = DIFF_ALIAS) -> exp.Expression:
@@ -38,7 +38,7 @@ def schema_filter(schema: DiffSchema) -> exp.Expression:
     return all_of([kind, changed_any(schema.attrs)])
 
 
-def _id_value(target: Target, i: IdColumn, origin: str | None, image: str | None, merged: tuple[str, ...]):
+def _id_value(target: SpjTarget, i: IdColumn, origin: str | None, image: str | None, merged: tuple[str, ...]):
     """An ID column's value: from the i-diff (image given) for the origin and the scans merged
     into it, else from the scan's base-table alias."""
     scan = origin if i.scan in merged else i.scan
@@ -47,7 +47,7 @@ def _id_value(target: Target, i: IdColumn, origin: str | None, image: str | None
     return col(target.scan_alias[scan], i.column)
 
 
-def insert_rows(target: Target, origin: str | None, joined: list[str], filters: list[exp.Expression], bind,
+def insert_rows(target: SpjTarget, origin: str | None, joined: list[str], filters: list[exp.Expression], bind,
                 froms: list[exp.Expression] | None = None, id_image: str | None = R.POST,
                 merged: tuple[str, ...] = (), **step) -> InsertRows:
     """INSERT INTO view SELECT outputs, IDs FROM Δ[origin] ⋈ joined WHERE filters (APPLY Δ+), skipping
@@ -66,7 +66,7 @@ def insert_rows(target: Target, origin: str | None, joined: list[str], filters: 
                       unique_on=[i.name for i in target.plan.ids], unique_where=where, **step)
 
 
-def idiff_step(target: Target, d: IDiff, **step) -> Step:
+def idiff_step(target: SpjTarget, d: IDiff, **step) -> Step:
     """The step applying one composed view-level i-diff."""
     bind = binder(target, d.origin, merged=d.merged)
     filters = [schema_filter(d.schema)] + [bind(w) for w in d.where]

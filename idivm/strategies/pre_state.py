@@ -10,7 +10,7 @@ from ..errors import IdivmError
 from ..program import relations as R
 from ..program.trees import col, eq, exists, select, union_all
 from .idiff_steps import kind_is, kind_is_not
-from .spj import DIFF_ALIAS, Target, bind_with
+from .spj import DIFF_ALIAS, SpjTarget, bind_with
 
 MAX_PRESTATE_BRANCHES = 64  # 7 tables: the paper's largest view (Figure 12b, j = 6)
 
@@ -18,7 +18,7 @@ MAX_PRESTATE_BRANCHES = 64  # 7 tables: the paper's largest view (Figure 12b, j 
 CHANGED_ALIAS = "__idivm_changed"
 
 
-def _unchanged(target: Target, scan: str) -> exp.Expression:
+def _unchanged(target: SpjTarget, scan: str) -> exp.Expression:
     """Filter: the base row of `scan` was not changed in this window (so it is also its pre-state):
     no i-diff row with its key as post-image. NOT EXISTS rather than NOT (key) IN (...): the same
     here, since primary keys are never NULL, and an anti-join for every engine, where Spark plans a
@@ -31,7 +31,7 @@ def _unchanged(target: Target, scan: str) -> exp.Expression:
     return exp.Not(this=exists(changed))
 
 
-def pre_state_rows(target: Target, s: str, conds, outputs, s_filter: exp.Expression | None = None) -> exp.Query:
+def pre_state_rows(target: SpjTarget, s: str, conds, outputs, s_filter: exp.Expression | None = None) -> exp.Query:
     """Pre-state rows of the target's input that use a deleted/updated tuple of scan s, as the
     select list outputs(bind) produces over them (bind rebinds scan columns to their pre-state).
 

@@ -25,10 +25,10 @@ from ..program.steps import DeleteMatching, Step
 from ..program.trees import alias as alias_
 from ..program.trees import all_of, any_of, col, eq, exists, num, select, subquery, union_all
 from .idiff_steps import changed_any, insert_rows, kind_is_not
-from .spj import DIFF_ALIAS, VIEW_ALIAS, Target, base_mapping, bind_with, binder
+from .spj import DIFF_ALIAS, VIEW_ALIAS, SpjTarget, base_mapping, bind_with, binder
 
 
-def _changed(target: Target, sq: SubqueryPredicate, changed: str,
+def _changed(target: SpjTarget, sq: SubqueryPredicate, changed: str,
              outer: dict[str, tuple[str, str]] | None = None) -> exp.Expression:
     """Changed rows of the subquery's table `changed` (pre- or post-image) related to the outer row in
     scope.
@@ -48,7 +48,7 @@ def _changed(target: Target, sq: SubqueryPredicate, changed: str,
     return all_of([any_of(moved), related])
 
 
-def _through_others(target: Target, sq: SubqueryPredicate, changed: str, cond: exp.Expression) -> exp.Expression:
+def _through_others(target: SpjTarget, sq: SubqueryPredicate, changed: str, cond: exp.Expression) -> exp.Expression:
     """For a subquery over a join, `cond` required of some rows of its other tables, in either state.
 
     An outer row's condition flips only if a combination of subquery rows matching it appears or
@@ -62,7 +62,7 @@ def _through_others(target: Target, sq: SubqueryPredicate, changed: str, cond: e
     return exists(select([exp.Literal.number(1)], [_either_state(target, sq, a, t) for a, t in others], [cond]))
 
 
-def _either_state(target: Target, sq: SubqueryPredicate, alias: str, table) -> exp.Subquery:
+def _either_state(target: SpjTarget, sq: SubqueryPredicate, alias: str, table) -> exp.Subquery:
     """A table's rows in the post-state and the pre-images of its changed rows, as `alias` (the
     columns the subquery reads of it: a schema change of the others leaves the program valid)."""
     now, before = f"{alias}_now", f"{alias}_before"
@@ -73,7 +73,7 @@ def _either_state(target: Target, sq: SubqueryPredicate, alias: str, table) -> e
     return subquery(union_all([post, pre]), alias)
 
 
-def subquery_steps(target: Target) -> list[Step]:
+def subquery_steps(target: SpjTarget) -> list[Step]:
     """For every table of every subquery: delete the outer rows its changes may affect, by ID, then
     re-derive them from the post-state."""
     out: list[Step] = []
@@ -102,7 +102,7 @@ def subquery_steps(target: Target) -> list[Step]:
     return out
 
 
-def _affected_ids(target: Target, sq: SubqueryPredicate, changed: str, related: list[str],
+def _affected_ids(target: SpjTarget, sq: SubqueryPredicate, changed: str, related: list[str],
                   delta: exp.Table) -> exp.Expression | None:
     """`(IDs of the related outer scans) IN (those IDs of the rows the changed R rows relate to)`.
 

@@ -32,8 +32,10 @@ class MaintainedTable:
 
 
 @dataclass
-class Target(MaintainedTable):
-    """Everything rendering needs to know about the view being maintained."""
+class SpjTarget(MaintainedTable):
+    """An SPJ view (a grouped view's intermediate cache, a UNION ALL branch) as the i-diff rules
+    maintain it: its plan with IDs, the table its rows live in (symbolic until bound), and for a
+    branch its number."""
 
     schema: str
     name: str
@@ -98,12 +100,12 @@ def bind_with(mapping: dict[str, tuple[str, str]], pre_alias: str | None = None)
     return lambda e: e.transform(fn)
 
 
-def base_mapping(target: Target) -> dict[str, tuple[str, str]]:
+def base_mapping(target: SpjTarget) -> dict[str, tuple[str, str]]:
     """Every scan read from its post-state base table (its alias, no column prefix)."""
     return {a: (sql_alias, "") for a, sql_alias in target.scan_alias.items()}
 
 
-def binder(target: Target, origin: str | None, image: str = R.POST, merged: tuple[str, ...] = ()):
+def binder(target: SpjTarget, origin: str | None, image: str = R.POST, merged: tuple[str, ...] = ()):
     """Origin scan (and scans merged into it by minimization) -> its i-diff instance (post- or
     pre-image columns), other scans -> base-table aliases."""
     mapping = base_mapping(target)
@@ -113,7 +115,7 @@ def binder(target: Target, origin: str | None, image: str = R.POST, merged: tupl
     return bind_with(mapping)
 
 
-def full_query(target: Target, all_ids: list[tuple[str, str]] | None = None) -> exp.Select:
+def full_query(target: SpjTarget, all_ids: list[tuple[str, str]] | None = None) -> exp.Select:
     """The defining query extended with hidden IDs, over post-state base tables (initial materialization).
 
     For a UNION ALL branch, all_ids lists every branch's ID columns with their types: other

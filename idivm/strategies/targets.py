@@ -22,7 +22,7 @@ from .aggregate_target import AggregateTarget
 from .diff_schemas import base_diff_schemas
 from .higher_order.target import STRATEGY as HIGHER_ORDER, HigherOrderTarget, higher_order_program, make_higher_order_target
 from .id import id_program
-from .spj import Target, full_query
+from .spj import SpjTarget, full_query
 from ..program.trees import col, select, subquery
 from .tuple import tuple_program
 from .union import UnionTarget, union_program
@@ -50,7 +50,7 @@ def make_target(plan, strategy: str, column_types=None, definition: str | None =
         return target
     if isinstance(plan, Union):
         return UnionTarget(schema=schema, name=name, union=plan)
-    return Target(schema=schema, name=name, plan=plan)
+    return SpjTarget(schema=schema, name=name, plan=plan)
 
 
 def bind_target(target, view_id: int):
@@ -73,7 +73,7 @@ def _sum_types(plan, column_types):
     column, if the column's own type is exact (integers, numeric), else None."""
     if column_types is None or not isinstance(plan, Aggregate) or not isinstance(plan.cache, Project):
         return None
-    cache = Target(*own_table(None, "cache"), plan=plan.cache)
+    cache = SpjTarget(*own_table(None, "cache"), plan=plan.cache)
 
     def sum_type(column: str) -> str | None:
         query = select([col("q", column), exp.Sum(this=col("q", column))], [subquery(full_query(cache), "q")])
@@ -86,7 +86,7 @@ def _sum_types(plan, column_types):
 STRATEGIES = ("id", "tuple", HIGHER_ORDER, "auto")  # auto: resolved at registration (choose.py)
 
 
-def compile_program(target: Target, strategy: str, minimized: bool = True) -> Program:
+def compile_program(target: SpjTarget, strategy: str, minimized: bool = True) -> Program:
     """An SPJ target's program under a strategy (grouped views and unions build on it)."""
     if strategy == "id":
         return id_program(target, minimized)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from ..algebra.plan import BRANCH_COLUMN, Union, scans
 from ..program.steps import Program
 from ..program.trees import union_all
-from .spj import MaintainedTable, Target, full_query
+from .spj import MaintainedTable, SpjTarget, full_query
 
 
 @dataclass
@@ -23,8 +23,8 @@ class UnionTarget(MaintainedTable):
     union: Union
 
     @property
-    def branches(self) -> list[Target]:
-        return [Target(self.schema, self.name, b, branch=k)
+    def branches(self) -> list[SpjTarget]:
+        return [SpjTarget(self.schema, self.name, b, branch=k)
                 for k, b in enumerate(self.union.branches, 1)]
 
     @property

@@ -11,7 +11,7 @@ from ...program.trees import alias, select, subquery
 from ...strategies.aggregate import group_select
 from ...strategies.aggregate_target import AggregateTarget
 from ...strategies.higher_order.target import HigherOrderTarget
-from ...strategies.spj import Target, full_query
+from ...strategies.spj import SpjTarget, full_query
 from ...strategies.union import UnionTarget
 from ...sqltext import ident, qualified, run
 from .render import MAP_UNIT, sql
@@ -53,7 +53,7 @@ def differences(conn, schema: str, name: str, columns, query: exp.Query) -> tupl
     return missing, extra
 
 
-def create_spj_table(conn, target: Target, fill: Fill = create_as, group_lookups: bool = True) -> None:
+def create_spj_table(conn, target: SpjTarget, fill: Fill = create_as, group_lookups: bool = True) -> None:
     """The SPJ view (or intermediate cache), keyed by its hidden IDs, each scan's IDs indexed, and
     a cache's group keys where the aggregation rule looks groups up (`group_lookups`)."""
     plan, table = target.plan, table_of(target)

@@ -10,11 +10,11 @@ from ...rules import instantiate
 from ..diff_schemas import base_diff_schemas
 from ..idiff_steps import idiff_step
 from ..semijoin import subquery_steps
-from ..spj import Target
+from ..spj import SpjTarget
 from .minimize import minimize
 
 
-def id_program(target: Target, minimized: bool = True) -> Program:
+def id_program(target: SpjTarget, minimized: bool = True) -> Program:
     program = Program(strategy="id", steps=subquery_steps(target))
     for schema in base_diff_schemas(target.plan):
         scan = next(s for s in scans(target.plan) if s.alias == schema.scan)

@@ -12,10 +12,10 @@ from ...program.trees import alias, all_of, col, eq, subquery
 from ..idiff_steps import insert_rows, kind_is
 from ..pre_state import pre_state_rows
 from ..semijoin import subquery_steps, without_subqueries
-from ..spj import VIEW_ALIAS, Target, binder
+from ..spj import VIEW_ALIAS, SpjTarget, binder
 
 
-def pre_state_view_ids(target: Target, s: str, conds) -> exp.Query:
+def pre_state_view_ids(target: SpjTarget, s: str, conds) -> exp.Query:
     """IDs of pre-state view tuples that use a deleted/updated tuple of scan s."""
     def ids(bind) -> list[exp.Expression]:
         return [alias(bind(exp.column(i.column, i.scan)), i.name) for i in target.plan.ids]
@@ -23,7 +23,7 @@ def pre_state_view_ids(target: Target, s: str, conds) -> exp.Query:
     return pre_state_rows(target, s, conds, ids)
 
 
-def tuple_program(target: Target) -> Program:
+def tuple_program(target: SpjTarget) -> Program:
     program = Program(strategy="tuple", steps=subquery_steps(target))
     conds = conjuncts_below(target.plan)
     # pre-state tuples are found without EXISTS/IN conjuncts (their table is read in its post-state
