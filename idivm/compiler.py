@@ -30,7 +30,7 @@ class Compilation:
     strategy: str  # the strategy that maintains it (auto resolved)
     why: str | None  # auto's reason for choosing it; None when the strategy was given
     target: object  # strategies/targets.py: the view's own tables, symbolically named
-    program: Program  # symbolic relations; `bound` binds them
+    program: Program | None  # symbolic relations; `bound` binds them (and takes them over)
 
     @property
     def plan(self):
@@ -42,8 +42,12 @@ class Compilation:
 
     def bound(self, view_id: int, captured: dict[tuple[str, str], int]) -> tuple[object, Program]:
         """The target and program bound to a registered view's ids (captured: (schema, table) ->
-        captured table id, for each of `tables()`)."""
-        return bind_target(self.target, view_id), bind(self.program, view_id, captured)
+        captured table id, for each of `tables()`). Binding takes the program over (its trees are
+        bound in place): the compilation has no program afterwards."""
+        program, self.program = self.program, None
+        if program is None:
+            raise ValueError("this compilation was bound already: compile again to bind it to other ids")
+        return bind_target(self.target, view_id), bind(program, view_id, captured)
 
 
 def compile_view(sql: str, schema: SchemaProvider, strategy: str, column_types: ColumnTypes | None = None,

@@ -12,6 +12,7 @@ import pytest
 from idivm.compiler import compile_view
 from idivm.engines.postgres.render import _bind, render
 from idivm.program import relations as R
+from idivm.program.bind import bind
 from idivm.program.serialize import from_json, to_json
 from idivm.program.steps import relations_read
 from stages import FIXTURES, FixedSchema, stages
@@ -69,10 +70,14 @@ def test_the_compiler_knows_no_catalog_id_and_binding_names_every_relation(name)
         assert rel.kind != R.VIEW or (rel.schema is None and rel.name.split(".")[0] == "self")
     assert {s.driven_by for s in c.program.steps} <= keys | {None}
     captured = {t: i for i, t in enumerate(c.tables(), 7)}
+    kinds = [type(s) for s in c.program.steps]
+    unshared = from_json(to_json(c.program))  # no tree held by two steps, as strategies may hand out
     bound = c.bound(42, captured)[1]
+    assert [type(s) for s in bound.steps] == kinds
+    assert to_json(bound) == to_json(bind(unshared, 42, captured))  # bound in place, each relation once
     for rel in relations(bound):
         assert rel.kind != R.DELTA or int(rel.name) in captured.values()
         assert rel.kind != R.VIEW or (rel.schema == "idivm" and "_42" in rel.name)
         assert rel.kind != R.SCRATCH or rel.name.endswith("_42")
     assert {s.driven_by for s in bound.steps} <= set(captured.values()) | {None}
-    assert [type(s) for s in bound.steps] == [type(s) for s in c.program.steps]
+    assert c.program is None  # binding took the program over

@@ -30,6 +30,7 @@ class Binding:
     def __init__(self, view_id: int, captured: dict[tuple[str, str], int]):
         self.view_id = view_id
         self.captured = {R.table_key(schema, name): cid for (schema, name), cid in captured.items()}
+        self.made: dict[int, exp.Table] = {}
 
     def relation(self, rel: R.Relation, alias: exp.TableAlias | None) -> exp.Table | None:
         """The bound table of a symbolic relation, or None when it is bound already (a base table)."""
@@ -46,12 +47,20 @@ class Binding:
         return out
 
     def tree(self, tree: exp.Expression) -> exp.Expression:
-        def fn(node: exp.Expression) -> exp.Expression:
+        """The tree with its relations bound, in place (a tree that is itself a relation: its bound
+        table). Strategies hand one tree to several steps: a table this binding made is never
+        bound again."""
+        for node in list(tree.find_all(exp.Table)):
+            if id(node) in self.made:
+                continue
             rel = R.relation_of(node)
             bound = self.relation(rel, node.args.get("alias")) if rel is not None else None
-            return node if bound is None else bound
-
-        return tree.transform(fn)
+            if bound is not None:
+                self.made[id(bound)] = bound  # kept, so that no other node takes its id
+                if node is tree:
+                    return bound
+                node.replace(bound)
+        return tree
 
     def value(self, value):
         if isinstance(value, exp.Expression):
@@ -77,7 +86,9 @@ class Binding:
 
 def bind(program: Program, view_id: int, captured: dict[tuple[str, str], int]) -> Program:
     """The program with every symbolic name bound to the view's ids (captured: (schema, table) ->
-    captured table id, for every base table the view reads)."""
+    captured table id, for every base table the view reads). Its trees are bound in place, not
+    copied (a copy of every tree was a tenth of a registration's client time): a compiled program
+    is bound once, by the registration that compiled it (compiler.Compilation.bound)."""
     b = Binding(view_id, captured)
     return Program(strategy=program.strategy, steps=[b.step(s) for s in program.steps],
                    derivations=list(program.derivations))
