@@ -6,14 +6,15 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from ..algebra.plan import format_plan
 from ..catalog import repository as catalog
 from ..engines.postgres.render import format_rendered
 from ..engines.spark.executor import spark_plan
-from ..algebra.plan import format_plan
 from ..frontend.build_plan import ignored_clauses
 from ..names import display_name
 from ..program.printer import format_program
 from ..program.serialize import from_json
+from ..program.steps import Program
 from ..strategies.higher_order.target import STRATEGY as HIGHER_ORDER
 from ..strategies.targets import diff_schemas_of
 from .engine_choice import engine_summary
@@ -24,28 +25,11 @@ from .summary import compilation_summary, summary
 def explain_view(conn: Connection, row: sa.Row, spark_settings=None) -> str:
     """The stored view: plan, i-diff schemas, rule DAG, Δ-program and the statements maintenance runs;
     with the Spark settings in effect, its engine policy and the cost model's choice too."""
-    schemas = catalog.diff_schema_labels(conn, row.id)
-    derivs = catalog.derivations(conn, row.id)
-    chosen = [d for d in derivs if d.startswith("strategy auto:")]  # operate/registry.py records the choice
-    derivs = [d for d in derivs if d not in chosen]
     program = catalog.program_of(conn, row.id)
-    parts = [
-        f"view {display_name(row.schema_name, row.view_name)}  (strategy: {row.strategy})",
-        summary(conn, row),
-        f"definition:\n  {row.definition}",
-    ]
-    parts += [f"note: {n}" for n in ignored_clauses(row.definition)]
-    parts += chosen
-    if row.strategy != HIGHER_ORDER:  # its AGCA translation, below, takes the plan's place
-        parts.append("plan (pass 1: IDs):\n" + _indent(row.plan_text))
-    if schemas:
-        parts.append("base-table i-diff schemas:\n" + _indent("\n".join(schemas)))
-    if derivs:
-        parts.append(f"{_derivations_title(row.strategy)}:\n" + _indent("\n".join(derivs)))
-    if program is not None:  # step numbers as in the Δ-script
-        parts.append("Δ-program:\n" + _indent(format_program(from_json(program))))
-        parts.append("Δ-script (PostgreSQL):\n" + _indent(format_rendered(from_json(program))))
-        parts.append("under --engine spark (docs/spark.md), Spark computes:\n" + _indent(spark_plan(from_json(program))))
+    parts = _explained(f"view {display_name(row.schema_name, row.view_name)}  (strategy: {row.strategy})",
+                       summary(conn, row), row.definition, row.strategy, row.plan_text,
+                       catalog.diff_schema_labels(conn, row.id), catalog.derivations(conn, row.id),
+                       from_json(program) if program is not None else None)
     if spark_settings is not None and row.mode == "deferred":
         parts.append("engine (docs/spark.md, \"Choosing the engine\"):\n" + _indent(engine_summary(conn, row, spark_settings)))
     return "\n\n".join(parts)
@@ -57,24 +41,34 @@ def explain_query(conn: Connection, sql: str, strategy: str) -> str:
     too). Refusals are registration's own. The program names the view's own tables and the base
     tables' Δs as compiled (self, self.cache, Δ[public.parts]); registration binds them to ids."""
     c = compile_in(conn, sql, strategy)
-    parts = ["dry run: what `idivm register-view` would create; nothing was created or kept\n"
-             "(the view's own tables and the base tables' Δs are named as compiled: self, self.cache, "
-             "Δ[schema.table]; registration binds them to ids)",
-             f"view (the view)  (strategy: {c.strategy})", compilation_summary(c), f"definition:\n  {sql}"]
-    parts += [f"note: {n}" for n in ignored_clauses(sql)]
-    derivs = c.program.derivations
-    parts += [d for d in derivs if d.startswith("strategy auto:")]
-    derivs = [d for d in derivs if not d.startswith("strategy auto:")]
-    if c.strategy != HIGHER_ORDER:
-        parts.append("plan (pass 1: IDs):\n" + _indent(format_plan(c.plan)))
-        schemas = [ds.label() for ds in diff_schemas_of(c.plan)]
+    schemas = [] if c.strategy == HIGHER_ORDER else [ds.label() for ds in diff_schemas_of(c.plan)]
+    parts = _explained(f"view (the view)  (strategy: {c.strategy})", compilation_summary(c), sql, c.strategy,
+                       format_plan(c.plan), schemas, c.program.derivations, c.program)
+    return "\n\n".join(["dry run: what `idivm register-view` would create; nothing was created or kept\n"
+                        "(the view's own tables and the base tables' Δs are named as compiled: self, self.cache, "
+                        "Δ[schema.table]; registration binds them to ids)"] + parts)
+
+
+def _explained(title: str, summary_text: str, definition: str, strategy: str, plan_text: str, schemas: list[str],
+               derivations: list[str], program: Program | None) -> list[str]:
+    """The parts explain prints for a view, registered or only compiled: its summary, definition,
+    plan, i-diff schemas, derivations, Δ-program and how PostgreSQL and Spark run it."""
+    chosen = [d for d in derivations if d.startswith("strategy auto:")]  # the compiler records auto's choice
+    derivs = [d for d in derivations if d not in chosen]
+    parts = [title, summary_text, f"definition:\n  {definition}"]
+    parts += [f"note: {n}" for n in ignored_clauses(definition)]
+    parts += chosen
+    if strategy != HIGHER_ORDER:  # its AGCA translation, below, takes the plan's place
+        parts.append("plan (pass 1: IDs):\n" + _indent(plan_text))
+    if schemas:
         parts.append("base-table i-diff schemas:\n" + _indent("\n".join(schemas)))
     if derivs:
-        parts.append(f"{_derivations_title(c.strategy)}:\n" + _indent("\n".join(derivs)))
-    parts.append("Δ-program:\n" + _indent(format_program(c.program)))
-    parts.append("Δ-script (PostgreSQL):\n" + _indent(format_rendered(c.program)))
-    parts.append("under --engine spark (docs/spark.md), Spark computes:\n" + _indent(spark_plan(c.program)))
-    return "\n\n".join(parts)
+        parts.append(f"{_derivations_title(strategy)}:\n" + _indent("\n".join(derivs)))
+    if program is not None:  # step numbers as in the Δ-script
+        parts.append("Δ-program:\n" + _indent(format_program(program)))
+        parts.append("Δ-script (PostgreSQL):\n" + _indent(format_rendered(program)))
+        parts.append("under --engine spark (docs/spark.md), Spark computes:\n" + _indent(spark_plan(program)))
+    return parts
 
 
 def explain_unminimized(conn: Connection, row: sa.Row) -> str:

@@ -64,8 +64,8 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
     if not schema_exists(conn, schema):
         raise UnknownObject(f'schema "{schema}" does not exist')
     plan = compiled.plan
-    infos = {(t.schema, t.name): t for t in base_tables(plan)}
-    captured = {key: ensure_capture(conn, infos[key], notify_threshold) for key in compiled.tables()}
+    infos = {(t.schema, t.name): t for t in base_tables(plan)}  # each table once, in the plan's order
+    captured = {key: ensure_capture(conn, info, notify_threshold) for key, info in infos.items()}
     view_id = catalog.insert_view(conn, schema, view, sql, compiled.strategy, [n for n, _ in plan.outputs], [],
                                   format_plan(plan))
     target, program = compiled.bound(view_id, captured)

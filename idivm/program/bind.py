@@ -3,7 +3,7 @@
 The compiler (frontend, strategies) knows no catalog id, so one compilation serves a dry run
 (`idivm explain --sql`) and a registration alike. Its program names a base table's Δ and the table
 whose i-diff drives a step by the table (relations.table_key), the view's own tables symbolically
-(relations.own) and scratch relations by purpose. Registration, once the catalog has given the view
+(names.own_table) and scratch relations by purpose. Registration, once the catalog has given the view
 its id and each base table its captured id, binds them here and stores the bound program, which
 is what every engine renders: Δ by captured id (the engines keep one i-diff instance per captured
 table), own tables by the view's id (idivm/names.py, own_table), scratch relations suffixed with

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from ..names import SELF, display_name, own_table
+from ..names import display_name
 from .trees import ident
 
 DELTA, BASE, VIEW, SCRATCH, RETURNED = "@delta", "@base", "@view", "@scratch", "@returned"
@@ -73,13 +73,6 @@ def table_key(schema: str, name: str) -> str:
     return display_name(schema, name)
 
 
-def own(part: str = SELF, alias: str | None = None) -> exp.Table:
-    """One of the view's own tables (itself, its cache, a map) as the compiler names it: symbolic
-    until registration binds it (idivm/names.py, own_table)."""
-    schema, name = own_table(None, part)
-    return _table(VIEW, name, schema, alias)
-
-
 def base(schema: str, name: str, alias: str | None = None) -> exp.Table:
     """A base table in the post-state (the maintenance snapshot)."""
     return _table(BASE, name, schema, alias)
@@ -107,6 +100,11 @@ class Relation:
     kind: str
     name: str
     schema: str | None = None
+
+    def captured_id(self) -> int | None:
+        """A Δ's captured table id once the program is bound (bind.py); None as compiled, where the
+        Δ is named by its table."""
+        return int(self.name) if self.kind == DELTA and self.name.isdigit() else None
 
     def label(self) -> str:
         """How the printer shows it: Δ[public.parts], public.parts, view public.v, scratch x."""

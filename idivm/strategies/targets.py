@@ -29,7 +29,7 @@ from .union import UnionTarget, union_program
 
 
 def make_target(plan, strategy: str, column_types=None, definition: str | None = None, part: str = SELF):
-    """The view's target, its own tables named symbolically (relations.own): nothing here knows a
+    """The view's target, its own tables named symbolically (names.own_table): nothing here knows a
     catalog id. column_types(query) -> type OIDs of a query's columns: lets a grouped view use the
     specialized SUM/COUNT/AVG rules when its arguments are exact numbers (without it, the general
     rule), and tells the higher-order strategy which sums it can keep exactly. `definition`: the

@@ -52,9 +52,9 @@ def delta_table(captured_id: int) -> str:
 
 def _bind(rel: R.Relation) -> exp.Expression:
     if rel.kind == R.DELTA:
-        if not rel.name.isdigit():  # a program as compiled, not bound to ids (a dry run prints it)
+        if rel.captured_id() is None:  # a program as compiled, not bound to ids (a dry run prints it)
             return table_expr("pg_temp", f"Δ[{rel.name}]")
-        return table_expr("pg_temp", _DELTA_NAME.get()(int(rel.name)))
+        return table_expr("pg_temp", _DELTA_NAME.get()(rel.captured_id()))
     if rel.kind == R.SCRATCH:
         return table_expr("pg_temp", rel.name)
     if rel.kind == R.RETURNED:

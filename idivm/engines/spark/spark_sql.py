@@ -40,7 +40,8 @@ def _check(tree: exp.Expression) -> None:
 def view_name(rel: R.Relation) -> str:
     """The Spark temp view an abstract relation is read from."""
     if rel.kind == R.DELTA:  # by captured id; by table in a program not bound to ids (a dry run prints it)
-        return f"idivm_delta_{rel.name}" if rel.name.isdigit() else "idivm_delta_" + _spelled(rel.name)
+        cid = rel.captured_id()
+        return f"idivm_delta_{cid}" if cid is not None else "idivm_delta_" + _spelled(rel.name)
     if rel.kind in (R.BASE, R.VIEW):  # a base table, or a map or cache the program maintains
         prefix = "idivm_base_" if rel.kind == R.BASE else "idivm_kept_"
         return prefix + _spelled(f"{rel.schema}.{rel.name}")
