@@ -55,7 +55,7 @@ def run(dsn: str | None = None, seconds: float = 60.0, writers: int = 3, every: 
         reader = threading.Thread(target=lambda: events.extend(json.loads(line) for line in worker.stdout), daemon=True)
         reader.start()
 
-        stop = threading.Event()
+        stop, written = threading.Event(), threading.Event()
         commits: dict[int, list[float]] = {w: [] for w in range(1, writers + 1)}  # writer -> commit times
         writes = {w: 0 for w in commits}
 
@@ -80,10 +80,12 @@ def run(dsn: str | None = None, seconds: float = 60.0, writers: int = 3, every: 
 
         def monitor() -> None:
             with psycopg.connect(db_dsn, autocommit=True) as conn:
-                while not stop.is_set() or any(seen[w] < len(commits[w]) for w in commits):
+                # until every writer has finished: one may commit its last insert after `stop` is set
+                while not written.is_set() or any(seen[w] < len(commits[w]) for w in commits):
                     now = time.monotonic()
                     for w, n in conn.execute("SELECT writer, n FROM per_writer").fetchall():
-                        for k in range(seen[w], min(n, len(commits[w]))):
+                        n = min(n, len(commits[w]))  # a row committed whose time its writer has yet to note: next poll
+                        for k in range(seen[w], n):
                             lags.append(now - commits[w][k])
                         seen[w] = max(seen[w], n)
                     time.sleep(poll)
@@ -102,6 +104,7 @@ def run(dsn: str | None = None, seconds: float = 60.0, writers: int = 3, every: 
         stopped_at[0] = time.monotonic()
         for t in threads:
             t.join()
+        written.set()
         elapsed = time.monotonic() - started
         watcher.join()
         worker.send_signal(signal.SIGTERM)
