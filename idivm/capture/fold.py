@@ -21,7 +21,8 @@ still cancels the same row's image logged after it; a change of only such column
 
 The result has one row per changed key: ``kind`` ('I' no pre-image, 'D' no post-image, 'U' both)
 and ``pre__<col>``, ``post__<col>`` for every column: the effective i-diff instance (idIVM
-Section 5, conditions C1-C3).
+Section 5: one change per key, meeting its conditions C1-C3: inserted rows are in the post-state,
+deleted keys are not, updated rows carry their post-state values).
 """
 from __future__ import annotations
 

@@ -6,8 +6,9 @@
 The outer query only filters and projects the groups (one output row per group),
 so it is the grouped query with the filter as HAVING and the outer expressions
 written over the inner ones; it is then maintained like any grouped view. A
-subquery with DISTINCT becomes GROUP BY on its outputs first (Section 4, pass 1
-remark), so that the outer projection may drop columns. WITH has been inlined
+subquery with DISTINCT becomes GROUP BY on its outputs first (idIVM Section 4's remark on pass 1,
+ID inference: duplicate elimination δ over the outputs is the grouping γ by them), so that the outer projection
+may drop columns. WITH has been inlined
 before, so this covers aggregating CTEs too.
 
 What does not reduce this way is refused by name: an aggregating subquery joined

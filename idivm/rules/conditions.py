@@ -1,4 +1,4 @@
-"""Shared by σ (Table 6) and ⋈ (Table 10): how an i-diff passes a set of conjuncts.
+"""Shared by σ (idIVM Table 6) and ⋈ (idIVM Table 10): how an i-diff passes a set of conjuncts.
 
 - insert: filter by the conditions on post-state values (joining the other
   input's post-state for a join).

@@ -1,4 +1,5 @@
-"""⋈_φ (Table 10), with × as the case of no conjuncts (Table 4).
+"""⋈_φ (idIVM Table 10, the join's rules), with × as the case of no conjuncts (Table 4, the cross
+product's rules).
 
 An insert from one input joins the other input's post-state; deletes and
 updates keep identifying rows by the origin scan's IDs alone, which is why a

@@ -1,4 +1,4 @@
-"""π_D,f(X)->c (Table 8): the view-level i-diffs.
+"""π_D,f(X)->c (idIVM Table 8, the generalized projection's rules): the view-level i-diffs.
 
 Inserts project the output and ID columns; deletes keep the origin's IDs;
 an update reaches the view only if some output expression reads an updated

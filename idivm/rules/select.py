@@ -1,4 +1,4 @@
-"""σ_φ (Table 6): see conditions.through for the cases."""
+"""σ_φ (idIVM Table 6, the selection's rules): see conditions.through for the cases."""
 from __future__ import annotations
 
 from ..algebra.plan import Node, Select

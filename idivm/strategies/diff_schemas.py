@@ -1,4 +1,5 @@
-"""Base-table i-diff schema generation (Section 5).
+"""Base-table i-diff schema generation (idIVM Section 5: which shapes of change, each an i-diff
+schema with its own Δ-script statements, a base table's modifications are logged as).
 
 Per scan of a base table R(I, A): one insert schema, one delete schema, one
 update schema per set of conditional attributes C_op (the non-key attributes

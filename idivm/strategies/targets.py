@@ -100,7 +100,7 @@ def build_program(target, strategy: str, minimized: bool = True) -> Program:
         return higher_order_program(target)
     if isinstance(target, AggregateTarget):
         row_ids: dict[int, list[str]] = {}  # a union cache's: the rows each branch's steps write (outer joins)
-        if target.agg.no_cache:  # footnote 6: without a cache there is no cache program
+        if target.agg.no_cache:  # idIVM footnote 6: no intermediate cache over a many-to-many join, so no cache program
             cache = Program(strategy=strategy)
         elif isinstance(target.cache, UnionTarget):
             cache = union_program(target.cache, lambda b: compile_program(b, strategy, minimized), row_ids)

@@ -1,4 +1,5 @@
-"""UNION ALL: one Δ-program per branch, all writing to the same table (footnote 2 of the paper).
+"""UNION ALL: one Δ-program per branch, all writing to the same table (idIVM footnote 2: the union
+that keeps IDs tags each row with the branch it came from, the attribute b).
 
 Each branch is an SPJ view in its own right: its rules, i-diff schemas and
 statements are those of a single SPJ view whose rows carry b = branch number

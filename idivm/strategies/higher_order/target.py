@@ -161,7 +161,7 @@ class HigherOrderTarget:
         t = self.translation
         lines = ["view in AGCA:"]
         lines += [f"  {name} := {show(q)}" for name, q in t.maps.items()]
-        if t.nesting is not None:  # nesting.py: the view re-evaluated from its maps (rule 4 of Figure 1)
+        if t.nesting is not None:  # nesting.py: the view re-evaluated from its maps (VLDBJ'14 Figure 1's rule 4: nested aggregates materialized on their own)
             for i, n in enumerate(t.nesting.nested):
                 corr = " AND ".join(_placeholders(c) for c in n.correlation) or "TRUE"
                 lines.append(f"  {n.var} := Sum[]({t.nested_map(i)}({', '.join(n.keys)}) * [{corr}])")
