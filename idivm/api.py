@@ -19,7 +19,7 @@ from .frontend.build_plan import parse_one
 from .engines import AUTO, ENGINES
 from .engines.postgres.grants import grant_select
 from .engines.postgres.materialize import create_as, differences
-from .engines.postgres.executor import MaintenanceReport, maintain_view, stored_script
+from .engines.postgres.executor import MaintenanceReport, maintain_view
 from .introspect.session import current_database, role_exists
 from .operate.engine_choice import EngineChoice, choice_for
 from .operate.dependencies import dependency_order, edges
@@ -240,13 +240,13 @@ class Engine:
         if keep_going is None:
             keep_going = not names
         reports = []
-        scripts: dict[str, Any] = {}
+        stages: dict[str, Any] = {}
         for vid in order:
             try:
                 used, chosen = self.maintenance_engine(vid, engine or policies.get(vid))
-                if used not in scripts:
-                    scripts[used] = self.maintenance_script(used)
-                report = maintain_view(self.sa, vid, views[vid], script=scripts[used])
+                if used not in stages:
+                    stages[used] = self.maintenance_stage(used)
+                report = maintain_view(self.sa, vid, views[vid], stage=stages[used])
                 report.chosen = chosen
                 reports.append(report)
             except DatabaseUnavailable:
@@ -278,13 +278,14 @@ class Engine:
         with self.sa.connect() as conn:
             return choice_for(conn, self._view(conn, name), self._spark_settings(check=False))
 
-    def maintenance_script(self, engine: str | None):
-        """The maintenance script provider of an engine (engines/postgres/executor.py)."""
+    def maintenance_stage(self, engine: str | None):
+        """What an engine computes of a maintenance between its two halves (engines/postgres/executor.Stage):
+        None for PostgreSQL, which computes it all."""
         if resolve_engine(engine) == "postgres":
-            return stored_script
-        from .engines.spark.executor import spark_script
+            return None
+        from .engines.spark.executor import spark_stage
 
-        return spark_script(self._spark_settings())
+        return spark_stage(self._spark_settings())
 
     def _fill(self, engine: str | None, progress=None):
         """How an engine creates and fills a view's tables (engines/postgres/materialize.py)."""

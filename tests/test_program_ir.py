@@ -56,7 +56,7 @@ def test_stored_program_round_trips_and_renders_to_the_views_function(engine, sh
         assert [r for _, r in rendered] == [r for _, r in render(from_json(text))], name  # rendering is stable
         # the view's own function runs the stored program over its own Δ tables
         view_id, source = shop.execute(
-            "SELECT v.id, p.prosrc FROM idivm.views v JOIN pg_proc p ON p.proname = 'maintain_' || v.id "
+            "SELECT v.id, p.prosrc FROM idivm.views v JOIN pg_proc p ON p.proname = 'apply_' || v.id "
             "WHERE v.view_name = %s", (f"{name}_{strategy}",)).fetchone()
         with delta_names(lambda cid: view_delta(view_id, cid)):
             own = [sql for _, sql in render(program)]

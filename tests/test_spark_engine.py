@@ -110,24 +110,25 @@ REWRITE_VIEWS = dict(VIEWS, **{
 
 @pytest.mark.parametrize("strategy", ["id", "tuple", "higher-order"])
 def test_steps_rewritten_to_read_staged_rows_keep_their_meaning(engine, shop, monkeypatch, strategy):
-    """What the Spark engine does to a step (engines/spark/offload.py: its query computed apart,
-    the step rewritten to read the staged rows), with the query computed by PostgreSQL in the
-    same transaction instead of Spark: the rewrite alone, over more views and rounds than Spark's
-    seconds per maintenance allow, equals recomputation."""
-    from idivm.engines.postgres.render import sql as pg_sql
+    """What the Spark engine does to a step (program/offload.py: its query computed apart,
+    the view's compiled function running the step's staged form, which reads those rows), with the
+    query computed by PostgreSQL in the same transaction instead of Spark: the staged forms alone,
+    over more views and rounds than Spark's seconds per maintenance allow, equal recomputation."""
+    from idivm.engines.postgres.render import delta_names, sql as pg_sql
+    from idivm.engines.postgres.server_maintenance import view_delta
     from idivm.engines.spark import executor
+    from idivm.program.offload import staged_name
     from idivm.sqltext import qualified, run
 
     rewritten = {"source": 0, "matching": 0}
 
-    def in_postgres(conn, view_id, work, texts, inputs, settings):
-        out = {}
-        for k, o in enumerate(work):
+    def in_postgres(conn, view_id, work, texts, index, inputs, settings):
+        for o in work:
             rewritten["source" if o.query is getattr(o.step, "source", None) else "matching"] += 1
-            staged = f"idivm_staged_{k}"
-            run(conn, f"CREATE TEMP TABLE {qualified('pg_temp', staged)} ON COMMIT DROP AS {pg_sql(o.query)}")
-            out[id(o.step)] = o.rewrite(staged)
-        return out, {}
+            with delta_names(lambda cid: view_delta(view_id, cid)):
+                query = pg_sql(o.query)
+            run(conn, f"CREATE TEMP TABLE {qualified('pg_temp', staged_name(index[id(o)]))} ON COMMIT DROP AS {query}")
+        return [index[id(o)] for o in work], {}
 
     monkeypatch.setattr(executor, "_compute", in_postgres)
     for name, (sql, _) in REWRITE_VIEWS.items():

@@ -1,4 +1,4 @@
-"""What the Spark engine takes off a Δ-program step (engines/spark/offload.py), as pure tree
+"""What the Spark engine takes off a Δ-program step (program/offload.py), as pure tree
 functions: no Spark and no database needed. The rewrites' meaning is checked on PostgreSQL in
 test_spark_engine.py (test_steps_rewritten_to_read_staged_rows_keep_their_meaning)."""
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from idivm.engines.postgres.render import render_step, sql
-from idivm.engines.spark.offload import offload
+from idivm.program.offload import offload
 from idivm.program.kinds_needed import yields_nothing
 from idivm.program import relations as R
 from idivm.program.steps import DeleteMatching, InsertRows

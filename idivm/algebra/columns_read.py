@@ -2,7 +2,7 @@
 
 A view's Δ-program reads a base table's columns only through the plan's expressions (outputs,
 conditions, its subqueries') and its key (the IDs); its i-diff instances are built from the
-table's columns as they are at each maintenance (engines/postgres/instances.py). So a column the
+table's columns as they are at each maintenance (engines/postgres/server_maintenance.py). So a column the
 plan never names can be dropped, renamed or retyped without changing what the program means, and
 the event trigger that marks views stale (capture/schema_changes.py) looks only at these columns.
 """

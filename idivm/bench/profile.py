@@ -9,10 +9,11 @@ median milliseconds per maintenance and how many times it ran; and the rest of t
 (Python, commits, connection checkout) as "outside statements". Commit messages of performance
 changes quote this table before and after.
 
-On PostgreSQL a maintenance is one call of the view's compiled function (the i-diffs and the
-Δ-script run inside it): --statements maintains through the executor's statement path instead,
-which sends the same i-diff fill and Δ-script statements from Python one role at a time, so that
-each statement's time shows. --plans also prints each Δ-script statement's plan (its scans and
+On PostgreSQL a maintenance is one call of the view's compiled functions (the i-diffs and the
+Δ-script run inside them): --statements instead fills the i-diff instances as maintenance does
+(idivm.prepare_maintenance, the first half) and sends the Δ-script's statements from Python one by
+one, each timed, skipping those the compiled function would skip (an i-diff without the change
+kinds a statement reads), then rolls that back and maintains the view as usual, untimed. --plans also prints each Δ-script statement's plan (its scans and
 join methods: index lookups from the i-diffs for small batches, hash joins for large ones; issue
 16, item 5), from EXPLAIN run just before the statement, in its transaction.
 """
@@ -29,7 +30,12 @@ import psycopg
 import sqlalchemy as sa
 
 from .. import api
-from ..engines.postgres.executor import maintain_view, stored_script
+from ..catalog import repository as catalog
+from ..engines.postgres.render import delta_names, render
+from ..engines.postgres.server_maintenance import view_delta
+from ..program.kinds_needed import ANY_MASK, driving_masks
+from ..program.serialize import from_json
+from ..sqltext import run as run_sql
 from .common import machine, parser, print_table, scratch_database, timed_load, write_json
 from .peers import VIEWS as PEER_VIEWS
 from .devices import load as load_devices, view_sql
@@ -110,20 +116,32 @@ class Recorder:
             dbapi_connection.cursor_factory = cls
 
 
-def _statement_script(conn, view_id, changed, report):
-    """The view's rendered statements, through a provider that is not the executor's own (which it would run as
-    one call of the compiled function): the executor then sends them from Python, one role at a time."""
-    return stored_script(conn, view_id, changed, report)
-
-
-def _planned_script(recorder: "Recorder"):
-    """_statement_script that turns on the recorder's EXPLAIN once the i-diff instances exist (the
-    executor calls it then): from there on, the batches it sends are the Δ-script's."""
-    def script(conn, view_id, changed, report):
-        recorder.explain = True
-        return _statement_script(conn, view_id, changed, report)
-
-    return script
+def _statements_timed(engine: "api.Engine", view_id: int, recorder: "Recorder", plans: bool) -> float:
+    """The view's Δ-script sent statement by statement (recorded) over the i-diff instances its
+    maintenance fills, in a transaction rolled back; then the view maintained as usual (unrecorded).
+    Returns the seconds of the recorded part."""
+    started = time.perf_counter()
+    with engine.sa.connect().execution_options(isolation_level="REPEATABLE READ") as conn, conn.begin() as tx:
+        outcome, inputs, ids = run_sql(
+            conn, "SELECT p.outcome, p.inputs, ARRAY(SELECT vi.captured_table_id FROM idivm.view_inputs AS vi "
+                  "WHERE vi.view_id = %(v)s ORDER BY 1) FROM idivm.prepare_maintenance(%(v)s, true, 'v') AS p",
+            {"v": view_id}).fetchone()
+        assert outcome == "ready", outcome
+        changes = {cid: (inputs[1 + 2 * i], inputs[2 + 2 * i]) for i, cid in enumerate(ids)}
+        with delta_names(lambda cid: view_delta(view_id, cid)):
+            script = render(from_json(catalog.program_of(conn, view_id)))
+        recorder.explain = plans
+        for step, text in script:
+            n, kinds = changes.get(step.driven_by, (1, 0)) if step.driven_by is not None else (1, 0)
+            masks = driving_masks(step) if step.driven_by is not None else ANY_MASK
+            if n and (masks == ANY_MASK or kinds in masks):  # as the compiled function's guards (kind_guards.py)
+                run_sql(conn, text)
+        recorder.explain = False
+        tx.rollback()
+    recorder.active = False
+    seconds = time.perf_counter() - started
+    engine.maintain("v")
+    return seconds
 
 
 def run(dsn: str | None = None, scale: float = 0.02, view: str = "V'", strategy: str = "id", diff: int = 200,
@@ -151,11 +169,10 @@ def run(dsn: str | None = None, scale: float = 0.02, view: str = "V'", strategy:
                 recorder.active = True
                 t0 = time.perf_counter()
                 if statements or plans:
-                    maintain_view(engine.sa, view_id, "public.v",
-                                  script=_planned_script(recorder) if plans else _statement_script)
+                    walls.append(_statements_timed(engine, view_id, recorder, plans))
                 else:
                     engine.maintain("v")
-                walls.append(time.perf_counter() - t0)
+                    walls.append(time.perf_counter() - t0)
                 recorder.active = recorder.explain = False
                 last_plans = list(recorder.plans)
                 grouped: dict[str, list[float]] = defaultdict(list)
@@ -203,8 +220,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--top", type=int, default=25, help="statement shapes listed")
     ap.add_argument("--statements", action="store_true",
-                    help="send the i-diff and Δ-script statements from Python, each timed, instead of one call of "
-                         "the view's compiled function")
+                    help="send the Δ-script's statements from Python, each timed, over the i-diff instances "
+                         "maintenance fills (then rolled back, and the view maintained as usual)")
     ap.add_argument("--plans", action="store_true",
                     help="also print the plan of every Δ-script statement (EXPLAIN before it runs; implies "
                          "--statements, and each statement is sent on its own, so times include more round trips)")

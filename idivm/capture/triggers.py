@@ -4,7 +4,7 @@ Each captured table gets ``idivm.log_<id>(xid, seq, old_row, new_row)``.
 Statement-level AFTER triggers with transition tables append one row per
 changed tuple, tagged with the writing transaction's top-level xid8
 (``pg_current_xact_id()``); maintenance later consumes exactly the rows of
-transactions that committed between two snapshots (see engines/postgres/instances.py).
+transactions that committed between two snapshots (see engines/postgres/server_maintenance.py).
 
 - INSERT logs (NULL, new); DELETE logs (old, NULL).
 - UPDATE logs (old, new) pairs, one per updated tuple, leaving out pairs

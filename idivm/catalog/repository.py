@@ -167,13 +167,6 @@ def notify_threshold(conn: Connection, captured_id: int, default_max_pending: in
 # -- maintenance state ------------------------------------------------------------------------
 
 
-def record_maintained(conn: Connection, view_id: int, snapshot: str, ms: float, changes: int) -> None:
-    conn.execute(sa.text(
-        "UPDATE idivm.views SET last_snapshot = :s, last_maintained_at = now(), last_attempt_at = now(), "
-        "last_duration_ms = :ms, last_changes = :n, consecutive_failures = 0, last_error = NULL WHERE id = :v"
-    ), {"s": snapshot, "ms": ms, "n": changes, "v": view_id})
-
-
 def record_failure(conn: Connection, view_id: int, error: str) -> None:
     conn.execute(sa.text(
         "UPDATE idivm.views SET consecutive_failures = consecutive_failures + 1, last_error = :e, "

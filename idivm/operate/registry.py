@@ -14,8 +14,8 @@ from ..catalog import repository as catalog
 from ..engines.postgres import immediate
 from ..engines.postgres.view_relation import create_view_relation, drop_view_relation
 from ..engines.postgres.materialize import Fill, create_as, create_tables, drop_table
-from ..engines.postgres.render import delta_names, render_program, sql as pg_sql
-from ..engines.postgres.server_maintenance import drop_view_function, install_view_function, view_delta
+from ..engines.postgres.render import sql as pg_sql
+from ..engines.postgres.server_maintenance import drop_view_function, install_view_function
 from ..errors import IdivmError, UnknownObject
 from ..compiler import Compilation, compile_view
 from ..frontend.build_plan import CompiledView, parse_one
@@ -79,9 +79,7 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
     catalog.insert_diff_schemas(conn, view_id, [
         (ds.scan, captured[(ds.table.schema, ds.table.name)], ds.kind, ds.attrs, ds.conditional, ds.label())
         for ds in ([] if isinstance(target, HigherOrderTarget) else diff_schemas_of(plan))])
-    with delta_names(lambda cid: view_delta(view_id, cid)):
-        own = render_program(program)
-    install_view_function(conn, view_id, own)  # CALL idivm.maintain_call(...), idivm.maintain(...) run it
+    install_view_function(conn, view_id, program)  # CALL idivm.maintain_call(...), idivm.maintain(...) run it
     catalog.insert_derivations(conn, view_id, program.derivations)
     create_tables(conn, target, fill)
     create_view_relation(conn, schema, view, storage_table(view_id), [n for n, _ in plan.outputs],

@@ -67,7 +67,7 @@ class Worker:
                  out: TextIO | None = None, run_engine: str | None = None):
         self.engine = engine
         self.run_engine = run_engine  # as `maintain --engine`: None leaves it to each view's engine policy
-        self._scripts: dict = {}  # per engine; the Spark session stays warm across passes (engines/spark/session.py)
+        self._stages: dict = {}  # per engine; the Spark session stays warm across passes (engines/spark/session.py)
         self.default = default
         self.once = once
         self.grace = grace
@@ -169,10 +169,10 @@ class Worker:
         lag = (datetime.now(timezone.utc) - age).total_seconds() if age else None
         try:
             used, chosen = self.engine.maintenance_engine(s.id, self.run_engine or s.policy.engine)
-            if used not in self._scripts:
-                self._scripts[used] = self.engine.maintenance_script(used)
+            if used not in self._stages:
+                self._stages[used] = self.engine.maintenance_stage(used)
             report = maintain_view(self.engine.sa, s.id, s.view, wait=False, on_connection=self._started,
-                                   is_failure=lambda e: not self.stopping.is_set(), script=self._scripts[used])
+                                   is_failure=lambda e: not self.stopping.is_set(), stage=self._stages[used])
         except Busy:
             self.log("busy", view=s.view)
             return False

@@ -120,6 +120,16 @@ def relation_of(node: exp.Expression) -> Relation | None:
     return Relation(node.catalog, node.name, node.db or None)
 
 
+def relations(tree: exp.Expression) -> list[Relation]:
+    """The abstract relations a tree reads, each once, in order of appearance."""
+    out = []
+    for node in tree.find_all(exp.Table):
+        rel = relation_of(node)
+        if rel is not None and rel not in out:
+            out.append(rel)
+    return out
+
+
 def bind_relations(tree: exp.Expression, bind) -> exp.Expression:
     """A copy of tree where every abstract relation is replaced by bind(relation) (an exp.Table or any
     from-item), keeping its alias."""

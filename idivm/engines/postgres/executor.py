@@ -8,22 +8,20 @@
    view's previous snapshot). The view's catalog row is locked FOR UPDATE as
    a second guard against double application.
 3. Build the effective i-diff instances, run the Δ-script, record the new
-   snapshot, commit: on this engine one call of idivm.maintain_locked and the
-   view's compiled function (server_maintenance.py); with another engine's
-   script (Spark) from here, statement by statement. Any failure rolls all of
-   it back: view and unconsumed log stay exactly as before.
+   snapshot, commit: the view's compiled functions (server_maintenance.py), called by
+   idivm.maintain_locked, or by its two halves, idivm.prepare_maintenance and
+   idivm.finish_maintenance, when another engine (Spark) computes part of the script between them
+   (a `stage`). Any failure rolls all of it back: view and unconsumed log stay exactly as before.
 4. After commit, log rows every view over the table has consumed are pruned
    (READ COMMITTED, best effort: a failure there loses nothing).
 
 On this engine, 1-4 are one round trip: CALL idivm.maintain_call (server_maintenance.py), a
-procedure that commits between its steps. The two-connection form below remains for the Spark
-engine's script and a caller's before_commit hook (verify).
+procedure that commits between its steps. The two-connection form below serves a stage and a
+caller's before_commit hook (verify).
 """
 from __future__ import annotations
 
-import functools
 import time
-from itertools import groupby
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -33,16 +31,12 @@ from sqlalchemy.engine import Connection, Engine
 
 from ...errors import SQLSTATE_STALE, Busy, IdivmError, Restart, Stale, first_line
 from ...catalog import repository as catalog
-from ...introspect.reflect import table_info
 from ...names import counted, display_name
-from ...program.serialize import from_json
-from ...sqltext import run, run_batch
-from .instances import build_instances, forget_instances
+from ...sqltext import run
 from .maintenance_lock import LOCK_CLASS
-from .render import delta_names, delta_table_name, render
 from .server_maintenance import ATTEMPTS, RESULT, input_arrays
 
-__all__ = ["LOCK_CLASS", "MaintenanceReport", "maintain_view", "run_maintenance", "stored_script"]
+__all__ = ["LOCK_CLASS", "MaintenanceReport", "Stage", "maintain_view", "run_maintenance"]
 
 
 @dataclass
@@ -76,40 +70,26 @@ class MaintenanceReport:
                 f"{counted(self.rows_affected, 'view row')} touched in {self.seconds * 1000:.1f} ms{on}{why}")
 
 
-@dataclass
-class Statement:
-    """One statement of a maintenance script: its text, the captured table whose i-diff drives it
-    (None: always run) and what it maintains (a MaintenanceReport.breakdown key)."""
-
-    sql: str
-    driven_by: int | None
-    role: str
-
-
-def stored_script(conn: Connection, view_id: int, changed: dict[int, int], report: MaintenanceReport) -> list:
-    """This engine's own script: the view's stored program, rendered (once per program and process)."""
-    return _rendered(catalog.program_of(conn, view_id))
-
-
-@functools.lru_cache(maxsize=256)
-def _rendered(program_text: str) -> tuple[Statement, ...]:
-    with delta_names(delta_table_name):  # the i-diff instances build_instances fills
-        return tuple(Statement(text, st.driven_by, st.role) for st, text in render(from_json(program_text)))
+# What another engine computes of a maintenance, between its two halves (engines/spark/executor.py):
+# stage(conn, view id, inputs, report) with inputs by captured id: (effective changes, kind mask) of
+# its i-diff instance; returns the indexes of the offloads (program/offload.py) whose rows it staged.
+# Its attribute `engine` names it in the report.
+Stage = Callable[[Connection, int, dict[int, tuple[int, int]], MaintenanceReport], list[int]]
 
 
 def maintain_view(engine: Engine, view_id: int, name: str,
                   before_commit: Callable[[Connection], None] | None = None, wait: bool = True,
                   on_connection: Callable[[object], None] | None = None,
-                  is_failure: Callable[[BaseException], bool] | None = None, script=stored_script) -> MaintenanceReport:
+                  is_failure: Callable[[BaseException], bool] | None = None, stage: Stage | None = None) -> MaintenanceReport:
     """Maintain one view (see the module docstring). wait=False raises Busy instead of queueing behind
     another maintainer; on_connection receives the DBAPI connection of the maintenance transaction (the
     scheduler cancels its query on shutdown). A failure is recorded in the view's catalog row
     (consecutive_failures, last_error) unless is_failure says it was none (the scheduler's own
-    cancellation at shutdown) or the database connection itself was lost. `script(conn, view_id,
-    changed, report)` gives the statements to run once the i-diff instances exist (another engine
-    computes some of their sources there, in the same transaction)."""
-    report = MaintenanceReport(view=name, engine=getattr(script, "engine", "postgres"))
-    if script is stored_script and before_commit is None:
+    cancellation at shutdown) or the database connection itself was lost. `stage`: another engine's
+    part, run once the i-diff instances exist (it computes some of the script's sources there, in
+    the same transaction)."""
+    report = MaintenanceReport(view=name, engine=getattr(stage, "engine", "postgres"))
+    if stage is None and before_commit is None:
         _maintain_in_one_call(engine, view_id, report, wait, on_connection, is_failure)
         return report
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as lock_conn:
@@ -125,10 +105,9 @@ def maintain_view(engine: Engine, view_id: int, name: str,
                 for attempt in range(1, ATTEMPTS + 1):
                     try:
                         with conn.begin():
-                            inputs = run_maintenance(conn, view_id, report, before_commit, script)
+                            inputs = run_maintenance(conn, view_id, report, before_commit, stage)
                         break
                     except BaseException as e:
-                        forget_instances(conn)  # a rolled-back transaction may have created session tables
                         if isinstance(e, Restart) and attempt < ATTEMPTS:
                             continue  # a new transaction, whose snapshot sees the DDL
                         if isinstance(e, Restart):
@@ -228,52 +207,36 @@ def _call(conn: Connection, sql: str, params: dict, shown: str):
 
 
 def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, before_commit,
-                    script=stored_script) -> list[int]:
+                    stage: Stage | None = None) -> list[int]:
     """The maintenance transaction's work, in a transaction the caller opened (REPEATABLE READ, its
     snapshot taken after any locks the caller needs); returns the captured ids of the view's inputs
     (for pruning). Raises Restart when the caller must begin it again in a new transaction."""
     started = time.perf_counter()
     params = {"v": view_id, "shown": report.view}
-    if script is stored_script:  # this engine: the whole maintenance in one server call (server_maintenance.py)
+    if stage is None:  # the whole maintenance in one server call
         outcome, message, result, ids, schemas, names = _call(
             conn, f"SELECT m.outcome, m.message, m.figures, {input_arrays('%(v)s')} "
                   "FROM idivm.maintain_locked(%(v)s, true, %(shown)s) AS m", params, report.view)
-        _read_outcome(report, outcome, message, result, schemas, names)
-        if before_commit:
-            before_commit(conn)
-        report.seconds = time.perf_counter() - started
-        return list(ids) if outcome == "maintained" else []
-    outcome, message, last_snapshot, now = _call(
-        conn, "SELECT * FROM idivm.begin_maintenance(%(v)s, %(shown)s, true)", params, report.view)
-    if outcome == "skipped":
-        report.skipped = message.split(": skipped: ", 1)[1]
-        if before_commit:
-            before_commit(conn)
-        return []
-    changed: dict[int, int] = {}
-    inputs = catalog.view_inputs(conn, view_id, reflect=True)
-    counts = build_instances(conn, view_id, [(t.id, t.log_table, table_info(t.schema_name, t.table_name, t.columns),
-                                              t.read_columns) for t in inputs], last_snapshot)
-    for t, n in zip(inputs, counts):
-        changed[t.id] = n
-        report.per_table[display_name(t.schema_name, t.table_name)] = n
-        report.changes += n
-    report.breakdown["i-diffs"] = time.perf_counter() - started
-    if report.changes:
-        statements = [st for st in script(conn, view_id, changed, report)
-                      if st.driven_by is None or changed.get(st.driven_by)]  # else its i-diff is empty: no change
-        for role, group in groupby(statements, key=lambda st: st.role):
-            texts = [st.sql for st in group]
-            t0 = time.perf_counter()  # one round trip per run of statements with the same role
-            results = run_batch(conn, texts)
-            report.breakdown[role] += time.perf_counter() - t0
-            report.statements += len(texts)
-            report.rows_affected += sum(max(n, 0) for _, n in results)
+    else:
+        outcome, message, inputs, snapshot, page_cost, began, idiffs_ms, ids, schemas, names = _call(
+            conn, "SELECT p.outcome, p.message, p.inputs, p.new_snapshot, p.page_cost, p.started, p.idiffs_ms, "
+                  f"{input_arrays('%(v)s')} FROM idivm.prepare_maintenance(%(v)s, true, %(shown)s) AS p",
+            params, report.view)
+        result = None
+        if outcome == "ready":
+            changes = {cid: (inputs[1 + 2 * i], inputs[2 + 2 * i]) for i, cid in enumerate(ids)}
+            staged = stage(conn, view_id, changes, report) if inputs[0] else []
+            outcome, message, result = _call(
+                conn, "SELECT f.outcome, f.message, f.figures FROM idivm.finish_maintenance(%(v)s, %(shown)s, "
+                      "CAST(%(inputs)s AS bigint[]), %(snapshot)s, %(page_cost)s, %(began)s, %(ms)s, "
+                      "CAST(%(staged)s AS int[])) AS f",
+                {**params, "inputs": inputs, "snapshot": snapshot, "page_cost": page_cost, "began": began,
+                 "ms": idiffs_ms, "staged": staged}, report.view)
+    _read_outcome(report, outcome, message, result, schemas, names)
     if before_commit:
         before_commit(conn)
     report.seconds = time.perf_counter() - started
-    catalog.record_maintained(conn, view_id, now, report.seconds * 1000, report.changes)
-    return [t.id for t in inputs]
+    return list(ids) if outcome == "maintained" else []
 
 
 def _prune_and_unlock(conn: Connection, captured_ids: list[int], view_id: int) -> bool:

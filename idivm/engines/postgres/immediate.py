@@ -78,7 +78,7 @@ def pending_table(captured_id: int) -> str:
 
 
 def instance_columns(info: TableInfo) -> str:
-    """The i-diff instance table's columns (as engines/postgres/instances.py builds them from the log)."""
+    """The i-diff instance table's columns: the change kind, then each column's pre- and post-image."""
     cols = [f"{ident(R.KIND_COLUMN)} text"]
     cols += [f"{ident(R.pre(c))} {t}" for c, t in info.columns]
     cols += [f"{ident(R.post(c))} {t}" for c, t in info.columns]
@@ -88,7 +88,7 @@ def instance_columns(info: TableInfo) -> str:
 def _create_temp(name: str, columns: str) -> str:
     """PL/pgSQL: create a session temp table once (no NOTICE when it exists). Its rows stay at
     commit: every application empties what it fills (ON COMMIT DELETE ROWS tables cost each commit
-    of the writer's session a truncation apiece, engines/postgres/instances.py). It is analyzed
+    of the writer's session a truncation apiece, docs/benchmarks.md). It is analyzed
     while empty, so that the plans the apply function keeps are made for small tables (see
     render._create_scratch)."""
     return (f"IF to_regclass({string_literal(name)}) IS NULL THEN "
@@ -168,9 +168,9 @@ def _shape_checked(target: str, info: TableInfo, captured_id: int) -> str:
     """PL/pgSQL: make the session's i-diff table of a captured table have the columns this function
     fills (_reshape, _create_temp), once per session and table: the check reads the catalog, a
     visible cost in a single-row write (docs/benchmarks.md, "Measurements behind the code"), so its outcome is kept in a session
-    setting, together with the table's OID. Another path that recreates the table under the same
-    name (the Python executor's statements, engines/postgres/instances.py) gives it a new OID, and
-    the next application checks again; a transaction that fails takes its setting back with it."""
+    setting, together with the table's OID. A table created again under the same name (DISCARD
+    TEMP, a session's own DROP) has a new OID, and the next application checks again; a transaction
+    that fails takes its setting back with it."""
     names = [R.KIND_COLUMN] + [R.pre(c) for c in info.column_names] + [R.post(c) for c in info.column_names]
     tag = hashlib.sha1(json.dumps(names).encode()).hexdigest()[:12]
     setting = string_literal(f"idivm.delta_shape_{int(captured_id)}")

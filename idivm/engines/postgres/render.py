@@ -166,7 +166,7 @@ def _create_scratch(step: CreateScratch) -> str:
     """A session temp table, created by the first maintenance that needs it, and emptied by every later one
     before it is filled: creating a table in every maintenance costs catalog writes, and emptying it
     at every commit (ON COMMIT DELETE ROWS) costs every commit of the session a truncation per such
-    table, however many views' tables it had collected (engines/postgres/instances.py;
+    table, however many views' tables it had collected (server_maintenance.idiffs_body;
     docs/benchmarks.md, "Measurements behind the code"). DELETE leaves dead rows, which temp tables
     never vacuum: a table grown past SCRATCH_TRUNCATE_BYTES is truncated instead. The check runs
     server-side so that an existing table gives no NOTICE. A transaction that fails takes its newly
@@ -217,11 +217,11 @@ def _recorded(write: str, r: Record) -> str:
 @dataclass(frozen=True)
 class Rendered:
     """One step as PostgreSQL runs it, in the parts its callers need, so that none reads the text
-    back: `text`, one SQL string (what the statement path sends); `write`, the step's write alone,
+    back: `text`, one SQL string (what explain prints and the profiler sends); `write`, the step's write alone,
     and `analyze`, the ANALYZE of the session temp table it filled (None: none), which callers
     that count the rows a write touched run apart; `block`, a scratch table's set-up as PL/pgSQL
     statements (a function body runs them inline: compiling an inline DO block costs every
-    execution; the statement path sends them as a DO block); `merge`, a MERGE whose plan a
+    execution; `text` has them as a DO block); `merge`, a MERGE whose plan a
     function body keeps as index lookups (by_index_lookups)."""
     text: str
     write: str
@@ -261,7 +261,7 @@ def render_program(program: Program) -> list[tuple[Step, Rendered]]:
 
 
 def render(program: Program) -> list[tuple[Step, str]]:
-    """render_program with each step's one SQL string (the statement path, explain)."""
+    """render_program with each step's one SQL string (explain, the profiler)."""
     return [(st, r.text) for st, r in render_program(program)]
 
 

@@ -5,18 +5,24 @@ procedure, and an application can bring a view up to date inside its own transac
 reads it. The Python executor (executor.py) calls the same functions, so there is one
 implementation of a deferred maintenance on PostgreSQL:
 
-- **Per view, compiled at registration**: ``idivm.maintain_<id>(snapshot)`` builds the view's
-  effective i-diff instances from its logs with the same fold (capture/fold.py) and the same
-  window (catalog.unconsumed: the log rows of transactions not visible in the view's last
-  snapshot), then runs the view's Δ-program as rendered for PostgreSQL (render.py, its i-diffs
-  bound to the function's own tables), each statement only when the table whose i-diff drives it
-  changed. It is created at registration (operate/registry.py), again from the stored program when an
-  upgrade of idivm renders differently (install_all_view_functions), and dropped with the view. Its instances hold the columns the
-  view reads (its key among them), which no schema change can touch without making the view stale
-  (capture/schema_changes.py), so the compiled text stays valid until a rebuild writes a new one.
-- **Generic, installed by init**: ``idivm.maintain_locked(view id, ...)`` locks the view's catalog
-  row, skips immediate views, refuses stale ones with the CLI's message, runs the per-view function
-  and records the new snapshot; the Python executor calls it after taking the view's lock, where it
+- **Per view, compiled at registration**, two functions: ``idivm.idiffs_<id>(snapshot)`` builds
+  the view's effective i-diff instances from its logs with the same fold (capture/fold.py) and the
+  same window (catalog.unconsumed: the log rows of transactions not visible in the view's last
+  snapshot); ``idivm.apply_<id>(inputs, staged)`` runs the view's Δ-program as rendered for
+  PostgreSQL (render.py, its i-diffs bound to the function's own tables), each statement only when
+  the table whose i-diff drives it changed, and, for the steps whose rows another engine computed
+  and staged (program/offload.py), the form that reads them. Both are created at registration
+  (operate/registry.py), again from the stored program when an upgrade of idivm renders
+  differently (install_all_view_functions), and dropped with the view. Their instances hold the
+  columns the view reads (its key among them), which no schema change can touch without making
+  the view stale (capture/schema_changes.py), so the compiled text stays valid until a rebuild
+  writes a new one.
+- **Generic, installed by init**: ``idivm.maintain_locked(view id, ...)`` is the one deferred
+  maintenance of a view in a transaction: its halves ``idivm.prepare_maintenance`` (lock the view's
+  catalog row, skip immediate views, refuse stale ones with the CLI's message, hold its input
+  tables, fill the instances) and ``idivm.finish_maintenance`` (run the Δ-script, record the new
+  snapshot); the Spark engine calls the halves itself, with its staging between them
+  (executor.py). The Python executor calls maintain_locked after taking the view's lock where it
   cannot send the whole maintenance as ``CALL idivm.maintain_call(...)`` (a procedure that takes the
   lock, calls maintain_locked in its own REPEATABLE READ transaction, commits, prunes and unlocks:
   one round trip for `idivm maintain`, the scheduler and the Python API).
@@ -54,31 +60,37 @@ from ...catalog import repository as catalog
 from ...introspect.reflect import table_info
 from ...names import display_name
 from ...program.kinds_needed import driving_masks
+from ...program.offload import offloads, staged_name
 from ...program.serialize import from_json
-from ...program.steps import CACHE_ROLE, VIEW_ROLE, Step
+from ...program.steps import CACHE_ROLE, VIEW_ROLE, Program, Step
 from ...errors import SQLSTATE_NOT_COMPILED, SQLSTATE_STALE
 from ...sqltext import qualified, run, string_literal
 from .maintenance_lock import LOCK_CLASS
 from .immediate import SMALL_CHANGES
 from .kind_guards import counted_fill, guard
-from .render import SCRATCH_TRUNCATE_BYTES, Rendered, delta_names, render_program
+from .render import SCRATCH_TRUNCATE_BYTES, Rendered, delta_names, render_parts, render_program
 
 REPORT_TYPE = qualified("idivm", "maintenance_report")
 
 
-def view_function(view_id: int) -> str:
-    """The per-view maintenance function's qualified name."""
-    return qualified("idivm", f"maintain_{int(view_id)}")
+def idiffs_function(view_id: int) -> str:
+    """The qualified name of the per-view function that fills the view's i-diff instances."""
+    return qualified("idivm", f"idiffs_{int(view_id)}")
+
+
+def apply_function(view_id: int) -> str:
+    """The qualified name of the per-view function that runs the view's Δ-script over them."""
+    return qualified("idivm", f"apply_{int(view_id)}")
 
 
 def view_delta(view_id: int, captured_id: int) -> str:
     """The name of the per-view function's i-diff instance of one captured table (in pg_temp): a view's
-    own, since it holds the columns that view reads (the Python executor's and immediate mode's
-    instances, pg_temp.idivm_delta_<captured id>, hold every column of the table)."""
+    own, since it holds the columns that view reads (immediate mode's instances,
+    pg_temp.idivm_delta_<captured id>, hold every column of the table)."""
     return f"idivm_d{int(view_id)}_{int(captured_id)}"
 
 
-# What the per-view function returns, in this order (a float8[]): then each input's effective changes
+# What a maintenance reports, in this order (a float8[]): then each input's effective changes
 RESULT = ("changes", "statements", "view_rows", "i-diffs", CACHE_ROLE, VIEW_ROLE)
 
 
@@ -91,43 +103,49 @@ def input_arrays(view_id: str) -> str:
         f"WHERE vi.view_id = {view_id} ORDER BY c.id)" for col in ("id", "schema_name", "table_name"))
 
 
+_COUNT = ("      GET DIAGNOSTICS idivm_n = ROW_COUNT; idivm_touched := idivm_touched + greatest(idivm_n, 0); "
+          "idivm_statements := idivm_statements + 1;")
+
+
 def _counted(r: Rendered) -> str:
     """PL/pgSQL of one step's write, counted: static SQL in a small round (its plan kept for the
     session, as immediate mode's), EXECUTE (planned for the round's sizes) in a large one; the
     ANALYZE of a temp table it filled after it."""
     static = "\n".join("        " + line for line in f"{r.write};".splitlines())
-    out = (f"      IF idivm_small THEN\n{static}\n      ELSE\n        EXECUTE {string_literal(r.write)};\n      END IF;\n"
-           "      GET DIAGNOSTICS idivm_n = ROW_COUNT; idivm_touched := idivm_touched + greatest(idivm_n, 0); idivm_statements := idivm_statements + 1;")
+    out = f"      IF idivm_small THEN\n{static}\n      ELSE\n        EXECUTE {string_literal(r.write)};\n      END IF;\n{_COUNT}"
     if r.analyze is not None:
         out += f"\n      {r.analyze};"
     return out
 
 
-def _statement(r: Rendered) -> str:
+def _staged(k: int, r: Rendered, staged: Rendered) -> str:
+    """_counted, or, when the caller staged the rows of this step's k-th offload (another engine
+    computed them, program/offload.py), the step reading them: always through EXECUTE, since the
+    staged table is new in every maintenance that has one."""
+    analyze = f"\n        {staged.analyze};" if staged.analyze is not None else ""
+    indented = "\n".join("  " + line for line in _counted(r).splitlines())
+    return (f"      IF {int(k)} = ANY (idivm_staged) THEN\n        EXECUTE {string_literal(staged.write)};\n"
+            f"  {_COUNT}{analyze}\n      ELSE\n{indented}\n      END IF;")
+
+
+def _statement(r: Rendered, staged: tuple[int, Rendered] | None) -> str:
     if r.block is not None:  # a scratch table's set-up, inline
         return f"      {r.block}\n      idivm_statements := idivm_statements + 1;"
-    return _counted(r)
+    return _counted(r) if staged is None else _staged(staged[0], r, staged[1])
 
 
-def view_function_body(view_id: int, shown: str, inputs: list[tuple[int, str, object]],
-                       rendered: list[tuple[Step, Rendered]]) -> str:
-    """The body of idivm.maintain_<id>(idivm_snapshot text) RETURNS float8[] (RESULT, then each input's
-    changes). inputs: (captured id, log table, TableInfo of the columns the view reads); rendered:
-    the view's program as (step, text), its i-diffs bound to view_delta.
+def idiffs_body(view_id: int, shown: str, inputs: list[tuple[int, str, object]]) -> str:
+    """The body of idivm.idiffs_<id>(idivm_snapshot text) RETURNS bigint[]: the view's i-diff
+    instances filled from the log rows it has not consumed, returned as ARRAY[changes, then each
+    input's changes and kind mask]. inputs: (captured id, log table, TableInfo of the columns the
+    view reads), in captured id order.
 
-    Like immediate mode's apply function, a round of at most SMALL_CHANGES effective changes runs the
-    statements as static SQL whose plans the session keeps (made for small i-diffs: the instance
-    tables are analyzed once, while empty, and sized by their pages afterwards); a larger round
-    analyzes them and runs every statement through EXECUTE, then truncates them and analyzes them
-    empty again, so that the kept plans stay those of small rounds."""
-    # every variable is prefixed: the Δ-script's static statements could name a column "n" or "changes"
-    declare = ["idivm_n bigint;", "idivm_changes bigint := 0;", "idivm_statements bigint := 0;",
-               "idivm_touched bigint := 0;", "idivm_own xid8 := pg_current_xact_id_if_assigned();",
-               "idivm_small boolean;", "idivm_started timestamptz := clock_timestamp();", "idivm_mark timestamptz;",
-               "idivm_idiffs_ms float8;", "idivm_cache_ms float8 := 0;", "idivm_view_ms float8 := 0;"]
+    A round of more than SMALL_CHANGES effective changes analyzes the instances, for the plans
+    EXECUTE makes in apply_<id>, which then empties them and analyzes them empty again."""
+    declare = ["idivm_changes bigint := 0;", "idivm_own xid8 := pg_current_xact_id_if_assigned();"]
     declare += [f"idivm_changed_{cid} bigint;" for cid, _, _ in inputs]
     declare += [f"idivm_kinds_{cid} int;" for cid, _, _ in inputs]
-    own_writes, fill, analyze, reset = [], [], [], []
+    own_writes, fill, analyze = [], [], []
     for cid, log, info in inputs:
         msg = string_literal(f"this transaction wrote to {display_name(info.schema, info.name)}, which view {shown} "
                              "reads; maintain the view in a transaction that has not written to its tables (it "
@@ -154,11 +172,51 @@ def view_function_body(view_id: int, shown: str, inputs: list[tuple[int, str, ob
   END IF;
   idivm_changes := idivm_changes + idivm_changed_{cid};""")
         analyze.append(f"    ANALYZE {target};")
-        reset.append(f"    TRUNCATE {target};\n    ANALYZE {target};")
+    nl = "\n"
+    per_input = "".join(f", idivm_changed_{cid}, idivm_kinds_{cid}" for cid, _, _ in inputs)
+    return f"""
+DECLARE
+{nl.join('  ' + d for d in declare)}
+BEGIN
+  IF idivm_own IS NOT NULL THEN
+{nl.join(own_writes)}
+  END IF;
+{nl.join(fill)}
+  IF idivm_changes > {SMALL_CHANGES} THEN  -- statistics for the plans EXECUTE makes for this round
+{nl.join(analyze)}
+  END IF;
+  RETURN ARRAY[idivm_changes{per_input}];
+END
+"""
+
+
+def apply_body(view_id: int, inputs: list[int], rendered: list[tuple[Step, Rendered]],
+               staged: dict[int, tuple[int, Rendered]]) -> str:
+    """The body of idivm.apply_<id>(idivm_inputs bigint[], idivm_staged int[]) RETURNS float8[]: the
+    view's Δ-script over the instances idiffs_<id> filled (idivm_inputs: what it returned), as
+    ARRAY[statements, view rows, cache ms, view ms]. inputs: the captured ids, in captured id
+    order; rendered: the view's program as (step, text), its i-diffs bound to view_delta; staged:
+    by id of a step, its offload's index and the step reading the staged rows instead, which runs
+    when the index is in idivm_staged.
+
+    Like immediate mode's apply function, a round of at most SMALL_CHANGES effective changes runs the
+    statements as static SQL whose plans the session keeps (made for small i-diffs: the instance
+    tables are analyzed once, while empty, and sized by their pages afterwards); a larger round
+    runs every statement through EXECUTE, then truncates the instances and analyzes them empty
+    again, so that the kept plans stay those of small rounds."""
+    # every variable is prefixed: the Δ-script's static statements could name a column "n" or "changes"
+    declare = ["idivm_n bigint;", "idivm_statements bigint := 0;", "idivm_touched bigint := 0;",
+               f"idivm_small boolean := idivm_inputs[1] <= {SMALL_CHANGES};", "idivm_mark timestamptz := clock_timestamp();",
+               "idivm_cache_ms float8 := 0;", "idivm_view_ms float8 := 0;"]
+    for i, cid in enumerate(inputs):
+        declare += [f"idivm_changed_{cid} bigint := idivm_inputs[{2 + 2 * i}];",
+                    f"idivm_kinds_{cid} int := idivm_inputs[{3 + 2 * i}];"]
+    reset = [f"    TRUNCATE {qualified('pg_temp', view_delta(view_id, cid))};\n"
+             f"    ANALYZE {qualified('pg_temp', view_delta(view_id, cid))};" for cid in inputs]
     script = []
-    known = {cid for cid, _, _ in inputs}
+    known = set(inputs)
     for step, r in rendered:
-        line = _statement(r)
+        line = _statement(r, staged.get(id(step)))
         if step.driven_by is not None and step.driven_by in known:
             cid = int(step.driven_by)  # only when its i-diff holds kinds it reads (kind_guards.py)
             condition = guard(f"idivm_changed_{cid} > 0", f"idivm_kinds_{cid}", driving_masks(step))
@@ -169,62 +227,57 @@ def view_function_body(view_id: int, shown: str, inputs: list[tuple[int, str, ob
         script.append(f"{line}\n    {timer} := {timer} + extract(epoch FROM clock_timestamp() - idivm_mark) * 1000; "
                       "idivm_mark := clock_timestamp();")
     nl = "\n"
-    per_input = "".join(f", idivm_changed_{cid}" for cid, _, _ in inputs)
     return f"""
 #variable_conflict use_column
 DECLARE
 {nl.join('  ' + d for d in declare)}
 BEGIN
-  IF idivm_own IS NOT NULL THEN
-{nl.join(own_writes)}
-  END IF;
-{nl.join(fill)}
-  idivm_small := idivm_changes <= {SMALL_CHANGES};
-  IF NOT idivm_small THEN  -- statistics for the plans EXECUTE makes for this round
-{nl.join(analyze)}
-  END IF;
-  idivm_idiffs_ms := extract(epoch FROM clock_timestamp() - idivm_started) * 1000;
-  idivm_mark := clock_timestamp();
-  IF idivm_changes > 0 THEN
+  IF idivm_inputs[1] > 0 THEN
 {nl.join(script)}
   END IF;
   IF NOT idivm_small THEN  -- back to empty tables analyzed empty: the kept plans stay those of small rounds
 {nl.join(reset)}
   END IF;
-  RETURN ARRAY[idivm_changes, idivm_statements, idivm_touched, idivm_idiffs_ms, idivm_cache_ms, idivm_view_ms{per_input}]::float8[];
+  RETURN ARRAY[idivm_statements, idivm_touched, idivm_cache_ms, idivm_view_ms]::float8[];
 END
 """
 
 
-def install_view_function(conn: Connection, view_id: int,
-                          rendered: list[tuple[Step, Rendered]] | None = None) -> None:
-    """(Re)create idivm.maintain_<id> from the view's Δ-program and inputs (at registration, rebuild
-    and upgrade). A view whose base table is gone gets none: it is stale until refreshed. `rendered`: the
-    program registration just built, rendered with the view's own Δ tables (view_delta; reading
-    the stored program back from its JSON and rendering it again cost half a registration)."""
+def install_view_function(conn: Connection, view_id: int, program: Program | None = None) -> None:
+    """(Re)create idivm.idiffs_<id> and idivm.apply_<id> from the view's Δ-program and inputs (at
+    registration, rebuild and upgrade). A view whose base table is gone gets none: it is stale until
+    refreshed. `program`: the program registration just built and stored (reading it back from its
+    JSON cost a registration a large share of its time)."""
     row = catalog.view_by_id(conn, view_id)
-    program = catalog.program_of(conn, view_id) if rendered is None else None
+    if program is None:
+        program = from_json(catalog.program_of(conn, view_id))
     inputs = []
     for t in catalog.view_inputs(conn, view_id, reflect=True):
         if not t.columns:
             drop_view_function(conn, view_id)
             return
         inputs.append((t.id, t.log_table, table_info(t.schema_name, t.table_name, t.columns).reading(t.read_columns)))
-    if rendered is None:
-        with delta_names(lambda cid: view_delta(view_id, cid)):
-            rendered = render_program(from_json(program))
-    body = view_function_body(view_id, display_name(row.schema_name, row.view_name), inputs, rendered)
-    run(conn, f"CREATE OR REPLACE FUNCTION {view_function(view_id)}(idivm_snapshot text) RETURNS float8[] "
-              f"LANGUAGE plpgsql SET client_min_messages = warning AS {string_literal(body)}")
-    run(conn, f"REVOKE ALL ON FUNCTION {view_function(view_id)}(text) FROM PUBLIC")
+    with delta_names(lambda cid: view_delta(view_id, cid)):
+        rendered = render_program(program)
+        staged = {id(o.step): (k, render_parts(o.rewrite(staged_name(k))))
+                  for k, o in enumerate(offloads(program.ordered()))}
+    shown = display_name(row.schema_name, row.view_name)
+    for name, arguments, result, body in (
+            (idiffs_function(view_id), "idivm_snapshot text", "bigint[]", idiffs_body(view_id, shown, inputs)),
+            (apply_function(view_id), "idivm_inputs bigint[], idivm_staged int[]", "float8[]",
+             apply_body(view_id, [cid for cid, _, _ in inputs], rendered, staged))):
+        run(conn, f"CREATE OR REPLACE FUNCTION {name}({arguments}) RETURNS {result} "
+                  f"LANGUAGE plpgsql SET client_min_messages = warning AS {string_literal(body)}")
+        run(conn, f"REVOKE ALL ON FUNCTION {name}({', '.join(a.split()[1] for a in arguments.split(', '))}) FROM PUBLIC")
 
 
 def drop_view_function(conn: Connection, view_id: int) -> None:
-    run(conn, f"DROP FUNCTION IF EXISTS {view_function(view_id)}(text)")
+    run(conn, f"DROP FUNCTION IF EXISTS {idiffs_function(view_id)}(text)")
+    run(conn, f"DROP FUNCTION IF EXISTS {apply_function(view_id)}(bigint[], int[])")
 
 
 def install_all_view_functions(conn: Connection) -> None:
-    """Every registered view's function, as this idivm compiles it (an upgrade of idivm)."""
+    """Every registered view's functions, as this idivm compiles them (an upgrade of idivm)."""
     for vid in catalog.view_ids(conn):
         install_view_function(conn, vid)
 
@@ -235,8 +288,7 @@ def install_all_view_functions(conn: Connection) -> None:
 # truncated or rewritten after the last one (each attempt waits for that DDL to commit first).
 ATTEMPTS = 10
 
-# The start of every deferred maintenance, whoever runs it (maintain_locked on this engine, the
-# Python executor for the Spark engine's script): the view's catalog row locked, immediate views
+# The start of every deferred maintenance, whoever runs it (prepare_maintenance): the view's catalog row locked, immediate views
 # skipped, stale ones refused with the CLI's message, and its input tables held (ACCESS SHARE).
 # TRUNCATE and the ALTER TABLE forms that rewrite a table are not MVCC-safe: if one committed after
 # this transaction's snapshot and before its lock, the snapshot reads that table as empty while
@@ -321,29 +373,53 @@ LANGUAGE sql STABLE AS $body$
 $body$
 """
 
-_MAINTAIN_LOCKED = f"""
-CREATE OR REPLACE FUNCTION idivm.maintain_locked(view_id bigint, transaction_owned boolean, shown text,
-  OUT outcome text, OUT message text, OUT figures float8[], OUT ms float8)
+# A deferred maintenance in two halves, so that another engine (Spark) can compute part of the
+# Δ-script between them, from the instances the first half filled, and stage its rows in the
+# transaction (program/offload.py); maintain_locked is the two with nothing staged. Every check
+# (begin_maintenance's, the compiled functions' existence) and the recorded snapshot are here.
+_PREPARE = f"""
+CREATE OR REPLACE FUNCTION idivm.prepare_maintenance(view_id bigint, transaction_owned boolean, shown text,
+  OUT outcome text, OUT message text, OUT inputs bigint[], OUT new_snapshot text, OUT page_cost text,
+  OUT started timestamptz, OUT idiffs_ms float8)
 LANGUAGE plpgsql SET client_min_messages = warning AS $body$
 DECLARE
   b record;
-  started timestamptz := clock_timestamp();
-  page_cost text := current_setting('random_page_cost');
 BEGIN
+  started := clock_timestamp();
+  page_cost := current_setting('random_page_cost');
   SELECT * INTO b FROM idivm.begin_maintenance(view_id, shown, transaction_owned);
+  outcome := b.outcome;
+  message := b.message;
   IF b.outcome <> 'ready' THEN
-    outcome := b.outcome;
-    message := b.message;
     RETURN;
   END IF;
-  IF to_regprocedure(format('idivm.%I(text)', 'maintain_' || view_id)) IS NULL THEN
+  IF to_regprocedure(format('idivm.%I(text)', 'idiffs_' || view_id)) IS NULL THEN
     RAISE EXCEPTION 'view % has no maintenance function; run `idivm refresh %` to rebuild it', shown, shown
       USING ERRCODE = '{SQLSTATE_NOT_COMPILED}';
   END IF;
-  EXECUTE format('SELECT idivm.%I($1)', 'maintain_' || view_id) INTO figures USING b.last_snapshot;
+  EXECUTE format('SELECT idivm.%I($1)', 'idiffs_' || view_id) INTO inputs USING b.last_snapshot;
+  new_snapshot := b.now;
+  idiffs_ms := extract(epoch FROM clock_timestamp() - started) * 1000;
+END
+$body$
+"""
+
+# The second half: the Δ-script (reading the staged rows of the offloads whose indexes `staged`
+# lists), the new snapshot recorded, random_page_cost set back, the report.
+_FINISH = """
+CREATE OR REPLACE FUNCTION idivm.finish_maintenance(view_id bigint, shown text, inputs bigint[], new_snapshot text,
+  page_cost text, started timestamptz, idiffs_ms float8, staged int[],
+  OUT outcome text, OUT message text, OUT figures float8[], OUT ms float8)
+LANGUAGE plpgsql SET client_min_messages = warning AS $body$
+DECLARE
+  a float8[];
+BEGIN
+  EXECUTE format('SELECT idivm.%I($1, $2)', 'apply_' || view_id) INTO a USING inputs, staged;
+  figures := ARRAY[inputs[1], a[1], a[2], idiffs_ms, a[3], a[4]]::float8[]
+    || ARRAY(SELECT inputs[2 * i] FROM generate_series(1, cardinality(inputs) / 2) AS i ORDER BY i)::float8[];
   PERFORM set_config('random_page_cost', page_cost, true);
   ms := extract(epoch FROM clock_timestamp() - started) * 1000;
-  UPDATE idivm.views SET last_snapshot = b.now, last_maintained_at = now(), last_attempt_at = now(),
+  UPDATE idivm.views SET last_snapshot = new_snapshot, last_maintained_at = now(), last_attempt_at = now(),
     last_duration_ms = ms, last_changes = figures[1], consecutive_failures = 0, last_error = NULL
   WHERE id = view_id;
   outcome := 'maintained';
@@ -351,6 +427,25 @@ BEGIN
     figures[1], CASE WHEN figures[1] = 1 THEN 'effective change' ELSE 'effective changes' END,
     figures[2], CASE WHEN figures[2] = 1 THEN 'statement' ELSE 'statements' END,
     figures[3], CASE WHEN figures[3] = 1 THEN 'view row' ELSE 'view rows' END, to_char(ms, 'FM9999999990.0'));
+END
+$body$
+"""
+
+_MAINTAIN_LOCKED = """
+CREATE OR REPLACE FUNCTION idivm.maintain_locked(view_id bigint, transaction_owned boolean, shown text,
+  OUT outcome text, OUT message text, OUT figures float8[], OUT ms float8)
+LANGUAGE plpgsql SET client_min_messages = warning AS $body$
+DECLARE
+  p record;
+BEGIN
+  SELECT * INTO p FROM idivm.prepare_maintenance(view_id, transaction_owned, shown);
+  IF p.outcome <> 'ready' THEN
+    outcome := p.outcome;
+    message := p.message;
+    RETURN;
+  END IF;
+  SELECT * INTO outcome, message, figures, ms
+  FROM idivm.finish_maintenance(view_id, shown, p.inputs, p.new_snapshot, p.page_cost, p.started, p.idiffs_ms, '{}');
 END
 $body$
 """
@@ -597,9 +692,12 @@ def install_functions(conn: Connection) -> None:
     if conn.execute(sa.text("SELECT to_regtype('idivm.maintenance_report')")).scalar() is None:
         run(conn, f"CREATE TYPE {REPORT_TYPE} AS (view_name text, outcome text, changes bigint, statements bigint, "
                   "view_rows bigint, ms double precision, message text)")
-    for text in (_RESOLVE, _REWRITTEN, _BEGIN_MAINTENANCE, _MAINTAIN_LOCKED, _MAINTAIN_VIEW, _MAINTAIN, _PRUNE, _MAINTAIN_ALL, _MAINTAIN_CALL):
+    for text in (_RESOLVE, _REWRITTEN, _BEGIN_MAINTENANCE, _PREPARE, _FINISH, _MAINTAIN_LOCKED, _MAINTAIN_VIEW, _MAINTAIN, _PRUNE, _MAINTAIN_ALL, _MAINTAIN_CALL):
         run(conn, text)
-    for signature in ("rewritten_since_snapshot(regclass[])", "begin_maintenance(bigint, text, boolean)", "maintain_locked(bigint, boolean, text)", "maintain_view(bigint, boolean)", "maintain(text)",
+    for signature in ("rewritten_since_snapshot(regclass[])", "begin_maintenance(bigint, text, boolean)",
+                      "prepare_maintenance(bigint, boolean, text)",
+                      "finish_maintenance(bigint, text, bigint[], text, text, timestamptz, float8, int[])",
+                      "maintain_locked(bigint, boolean, text)", "maintain_view(bigint, boolean)", "maintain(text)",
                       "view_id(text)", "prune_logs(bigint[])"):
         run(conn, f"REVOKE ALL ON FUNCTION idivm.{signature} FROM PUBLIC")
     run(conn, "REVOKE ALL ON PROCEDURE idivm.maintain_all(text[]) FROM PUBLIC")

@@ -1,18 +1,21 @@
 """Deferred maintenance with its diffs computed on Spark (docs/spark.md).
 
-The PostgreSQL engine's maintenance transaction (engines/postgres/executor.py) does everything it
-always does: the view's lock, one REPEATABLE READ snapshot that fixes the base tables and the log
-window, the i-diff instances, the apply, the new snapshot recorded, one commit. This engine only
-replaces where the expensive part of the script is computed. Once the instances exist, the
+The PostgreSQL engine's maintenance (engines/postgres/executor.py, server_maintenance.py) does
+everything it always does, through the same server functions: the view's lock, one REPEATABLE
+READ snapshot that fixes the base tables and the log window, the i-diff instances
+(idivm.prepare_maintenance), the Δ-script and the new snapshot recorded
+(idivm.finish_maintenance), one commit. This engine only changes where the expensive part of the
+script is computed, between those two halves (spark_stage). Once the instances exist, the
 transaction exports its snapshot, and every query of a step that reads i-diffs and base tables
-alone (engines/spark/offload.py: an insert's or a map increment's source, a matching delete's or
+alone (program/offload.py: an insert's or a map increment's source, a matching delete's or
 update's join of Δ with base tables) is computed by Spark, all of them as one Spark plan
 (staging.merged_sql). Small inputs come from the transaction itself as local relations
 (engines/spark/local_inputs.py); larger ones Spark reads: the window's log rows (folded exactly as
 capture/fold.py folds them, inside that snapshot) and the base tables (inside that snapshot,
 checked on every row). Spark's rows are copied into a temporary table per query of the
-transaction, typed by PostgreSQL from the query itself, and the step reads them from there. Every
-other step runs as PostgreSQL would run it, in the same transaction, so the view, the logs and
+transaction (program/offload.staged_name), typed by PostgreSQL from the query itself, and the view's
+compiled function runs those steps in their staged form, reading them from there. Every other step
+runs as PostgreSQL runs it, in the same transaction, so the view, the logs and
 the snapshot move together or not at all: a failed Spark job, a lost executor or a crash rolls
 the transaction back and the next run consumes the same window. Task retries cannot stage a row
 twice (engines/spark/staging.py).
@@ -31,15 +34,15 @@ from ...catalog import repository as catalog
 from ...errors import IdivmError, UnsupportedQuery
 from ...introspect.reflect import columns_json, table_info
 from ...program import relations as R
-from ...program.kinds_needed import yields_nothing
+from ...program.kinds_needed import BIT, yields_nothing
+from ...program.offload import Offload, offloads as offload_steps, staged_name
 from ...program.serialize import from_json
-from ...program.steps import Step
-from ...sqltext import ident, qualified, run
-from ..postgres.executor import MaintenanceReport, Statement
-from ..postgres.render import delta_table, render_step, sql as pg_sql
+from ...sqltext import qualified, run
+from ..postgres.executor import MaintenanceReport
+from ..postgres.render import delta_names, sql as pg_sql
+from ..postgres.server_maintenance import view_delta
 from .local_inputs import read_local, select_columns
-from .needs import needed_columns, occurrences, relations
-from .offload import Offload, offloads as offload_steps
+from .needs import needed_columns, occurrences
 from .pushdown import Pushdown
 from .progress import new_group, tracking
 from .reads import columns_to_read, export, read, read_table
@@ -52,7 +55,7 @@ ENGINE = "spark"
 
 
 def offloads(program) -> list[Offload]:
-    """What Spark computes of the program's steps, in step order (engines/spark/offload.py)."""
+    """What Spark computes of the program's steps, in step order (program/offload.py)."""
     return offload_steps(program.ordered())
 
 
@@ -83,38 +86,37 @@ def spark_plan(program) -> str:
         "come from the maintenance transaction, larger ones are read through JDBC"])
 
 
-def spark_script(settings: SparkSettings):
-    """A script provider for maintain_view (engines/postgres/executor.py) that computes the
-    offloaded queries' rows on Spark (engines/spark/offload.py)."""
-    def script(conn: Connection, view_id: int, changed: dict[int, int], report: MaintenanceReport) -> list[Statement]:
+def spark_stage(settings: SparkSettings):
+    """What the Spark engine does in a maintenance (engines/postgres/executor.py), between the two
+    halves of the view's server-side maintenance: the offloaded queries' rows computed on Spark
+    (program/offload.py) and staged in the transaction. `stage(conn, view_id, inputs, report)`,
+    inputs: by captured id, the effective changes and kind mask (kinds_needed.BIT) of its i-diff
+    instance; returns the indexes of the offloads it staged."""
+    def stage(conn: Connection, view_id: int, inputs: dict[int, tuple[int, int]], report: MaintenanceReport) -> list[int]:
         text = catalog.program_of(conn, view_id)
-        program = from_json(text)
-        steps = program.ordered()
-        every = offloads(program)
-        work = [o for o in every if o.step.driven_by is None or changed.get(o.step.driven_by)]
-        replaced: dict[int, Step] = {}
-        if work:
-            # what Spark would compute differently, or read inexactly, is refused whatever this batch holds
-            needed = {id(o) for o in work}
-            # an optional offload (it reads a map or cache) that Spark cannot compute stays in PostgreSQL
-            computed = [(o, t) for o, t in zip(every, _spark_texts(text))
-                        if id(o) in needed and not (o.reads and isinstance(t, UnsupportedQuery))]
-            work = [o for o, _ in computed]
-            texts = {id(o.step): _text(t) for o, t in computed}
-            inputs = catalog.view_inputs(conn, view_id, reflect=True)
-            _sources(inputs, [o.query for o in work])
-            kinds = _kinds(conn, work)  # a query that certainly returns nothing is left to PostgreSQL,
-            work = [o for o in work if not yields_nothing(o.query, kinds)]  # which finds that at once
-        if work:
-            started = time.perf_counter()
-            replaced, parts = _compute(conn, view_id, work, texts, inputs, settings)
-            report.offloaded = len(replaced)
-            report.breakdown["spark"] = time.perf_counter() - started  # reads, Spark's jobs, the copy back
-            report.breakdown.update(parts)  # of which: copying rows into PostgreSQL (and reading, if separated)
-        return [Statement(render_step(replaced.get(id(st), st)), st.driven_by, st.role) for st in steps]
+        every = offloads(from_json(text))
+        index = {id(o): k for k, o in enumerate(every)}
+        # what Spark would compute differently, or read inexactly, is refused whatever this batch holds;
+        # an optional offload (it reads a map or cache) that Spark cannot compute stays in PostgreSQL
+        computed = [(o, t) for o, t in zip(every, _spark_texts(text))
+                    if (o.step.driven_by is None or inputs.get(o.step.driven_by, (0, 0))[0])
+                    and not (o.reads and isinstance(t, UnsupportedQuery))]
+        texts = {id(o): _text(t) for o, t in computed}
+        tables = catalog.view_inputs(conn, view_id, reflect=True)
+        _sources(tables, [o.query for o, _ in computed])
+        kinds = {cid: {k for k, bit in BIT.items() if mask & bit} for cid, (_, mask) in inputs.items()}
+        work = [o for o, _ in computed if not yields_nothing(o.query, kinds)]  # else PostgreSQL finds that at once
+        if not work:
+            return []
+        started = time.perf_counter()
+        staged, parts = _compute(conn, view_id, work, texts, index, tables, settings)
+        report.offloaded = len(staged)
+        report.breakdown["spark"] = time.perf_counter() - started  # reads, Spark's jobs, the copy back
+        report.breakdown.update(parts)  # of which: copying rows into PostgreSQL (and reading, if separated)
+        return staged
 
-    script.engine = ENGINE  # the report names it even when nothing changed
-    return script
+    stage.engine = ENGINE  # the report names it even when nothing changed
+    return stage
 
 
 @functools.lru_cache(maxsize=256)
@@ -141,7 +143,7 @@ def _sources(inputs: list, queries: list) -> list[tuple]:
     """What Spark reads for these queries, from the view's inputs (catalog.view_inputs): (relation,
     its captured table, its TableInfo, the names the queries use (None: all), the columns to read);
     each column checked exact, or refused by name. Of an i-diff instance only the change kind and
-    the images of the columns read."""
+    the images of the columns read (of those the view reads, which are the ones its instance has)."""
     by_id = {t.id: t for t in inputs}
     by_name = {(t.schema_name, t.table_name): t for t in inputs}
     out = []
@@ -152,7 +154,8 @@ def _sources(inputs: list, queries: list) -> list[tuple]:
         if t is None:
             raise IdivmError(f"the Spark engine reads only the view's captured tables, not {rel.label()}")
         info = table_info(t.schema_name, t.table_name, t.columns)
-        if rel.kind == R.DELTA:
+        if rel.kind == R.DELTA:  # the view's instance holds the columns it reads
+            info = info.reading(t.read_columns)
             used = columns_to_read(info, names and {c for c in info.column_names if {R.pre(c), R.post(c)} & names})
             columns = [R.KIND_COLUMN] + [i(c) for c in used for i in (R.pre, R.post)]
         else:
@@ -179,13 +182,6 @@ def _read_maintained(spark, cur, work: list[Offload], settings: SparkSettings) -
     return unreadable
 
 
-def _kinds(conn: Connection, work: list[Offload]) -> dict[int, set[str]]:
-    """Which change kinds each Δ instance the queries read holds."""
-    ids = {int(rel.name) for o in work for rel in relations(o.query) if rel.kind == R.DELTA}
-    return {i: {k for (k,) in run(conn, f"SELECT DISTINCT {ident(R.KIND_COLUMN)} FROM {delta_table(i)}").fetchall()}
-            for i in sorted(ids)}
-
-
 ADAPTIVE = "spark.sql.adaptive.enabled"
 
 
@@ -201,20 +197,27 @@ def without_adaptive_execution(spark, settings: SparkSettings) -> None:
         spark.conf.set(ADAPTIVE, "false")
 
 
-def _compute(conn: Connection, view_id: int, work: list[Offload], texts: dict[int, str], inputs: list,
-             settings: SparkSettings) -> tuple[dict[int, Step], dict]:
-    """Each offloaded query's rows computed on Spark (`texts`: its Spark SQL, by id of its step) and
-    staged in a temporary table of the transaction; the steps rewritten to read from there; and
-    the seconds spent copying (and, with IDIVM_SPARK_SEPARATE_READS=1, reading)."""
+def _instance(view_id: int, captured_id: int) -> str:
+    """The view's i-diff instance of a captured table, as its compiled function filled it."""
+    return qualified("pg_temp", view_delta(view_id, captured_id))
+
+
+def _compute(conn: Connection, view_id: int, work: list[Offload], texts: dict[int, str], index: dict[int, int],
+             inputs: list, settings: SparkSettings) -> tuple[list[int], dict]:
+    """Each offloaded query's rows computed on Spark (`texts`: its Spark SQL, by id of the offload)
+    and staged in a temporary table of the transaction (program/offload.staged_name of its `index`
+    in the program's offloads); those indexes, and the seconds spent copying (and, with
+    IDIVM_SPARK_SEPARATE_READS=1, reading)."""
     cur = conn.connection.driver_connection.cursor()
     snapshot = export(cur)
     spark = run_session(settings)  # its own temp views and settings (session.py)
     unreadable = _read_maintained(spark, cur, work, settings)
     work = [o for o in work if not o.reads & unreadable]  # those steps stay in PostgreSQL
     if not work:
-        return {}, {}
+        return [], {}
     queries = [o.query for o in work]
-    filters = Pushdown(cur, lambda rel: qualified(rel.schema, rel.name)).filters(queries)
+    instance = functools.partial(_instance, view_id)
+    filters = Pushdown(cur, lambda rel: qualified(rel.schema, rel.name), instance).filters(queries)
     jdbc = set()  # what Spark's executors read through JDBC (the rest came from this transaction)
     for rel, t, info, names, columns in _sources(inputs, queries):
         name = view_name(rel)
@@ -227,7 +230,7 @@ def _compute(conn: Connection, view_id: int, work: list[Offload], texts: dict[in
             continue
         image_types = {i(c): info.type_of(c) for c in info.column_names for i in (R.pre, R.post)}
         types = [(c, image_types.get(c, "text")) for c in columns]  # and the change kind, I, D or U
-        if read_local(spark, cur, select_columns(columns, delta_table(int(rel.name))), types, name, settings.local_rows):
+        if read_local(spark, cur, select_columns(columns, instance(int(rel.name))), types, name, settings.local_rows):
             continue  # this transaction's own i-diff instance: the window's changes, folded
         source = f"({fold_select(info, log_images(t.log_table, catalog.unconsumed('l', view_id)), t.read_columns)}) AS t"
         read(spark, settings, select_columns(columns, source), snapshot, name)
@@ -237,7 +240,6 @@ def _compute(conn: Connection, view_id: int, work: list[Offload], texts: dict[in
     kept = [view_name(rel) for rel, n in uses.items() if view_name(rel) in jdbc and (n > 1 or separate)]
     for name in kept:  # read once, by the first job that needs it, and kept for the next ones
         spark.catalog.cacheTable(name)
-    out: dict[int, Step] = {}
     parts: dict[str, float] = {}
     try:
         with tracking(spark, new_group(f"maintain-{view_id}")) as tracker:
@@ -246,18 +248,18 @@ def _compute(conn: Connection, view_id: int, work: list[Offload], texts: dict[in
                 for name in kept:
                     spark.table(name).count()
                 parts["spark reads"] = time.perf_counter() - started
-            staged = [f"idivm_staged_{k}" for k in range(len(work))]
-            for name, o in zip(staged, work):
-                run(conn, f"CREATE TEMP TABLE {qualified('pg_temp', name)} ON COMMIT DROP AS {pg_sql(o.query)} WITH NO DATA")
-                out[id(o.step)] = o.rewrite(name)
+            staged = [qualified("pg_temp", staged_name(index[id(o)])) for o in work]
+            with delta_names(lambda cid: view_delta(view_id, cid)):
+                for name, o in zip(staged, work):
+                    run(conn, f"CREATE TEMP TABLE {name} ON COMMIT DROP AS {pg_sql(o.query)} WITH NO DATA")
             widths = [len(o.query.selects) for o in work]
             if not jdbc:
                 without_adaptive_execution(spark, settings)
-            plan = spark.sql(merged_sql([texts[id(o.step)] for o in work], widths))  # Spark runs them side by side
-            copy_split(cur, [qualified("pg_temp", name) for name in staged],
+            plan = spark.sql(merged_sql([texts[id(o)] for o in work], widths))  # Spark runs them side by side
+            copy_split(cur, staged,
                        split_rows(result_rows(plan, small=not jdbc), widths), tracker)
     finally:
         for name in kept:
             spark.catalog.uncacheTable(name)
     parts["spark copy"] = tracker.copy_seconds
-    return out, parts
+    return [index[id(o)] for o in work], parts

@@ -24,7 +24,7 @@ from ...program import relations as R
 from ...sqltext import qualified, run
 from ..postgres.materialize import WITH_STORAGE, create_as
 from ..postgres.render import sql as pg_sql
-from .needs import needed_columns, relations
+from .needs import needed_columns
 from .progress import ProgressCallback, new_group, tracking
 from .reads import export, read_table
 from .session import run_session
@@ -54,7 +54,7 @@ class SparkFill:
     computed: list[tuple[str, int, float]] = field(default_factory=list)
 
     def __call__(self, conn, table: str, query: exp.Query) -> None:
-        rels = relations(query)
+        rels = R.relations(query)
         if not rels or any(r.kind != R.BASE for r in rels) or not _committed(conn, rels):
             create_as(conn, table, query)  # reads what this transaction just created
             return

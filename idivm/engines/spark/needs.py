@@ -7,16 +7,6 @@ from sqlglot import exp
 from ...program import relations as R
 
 
-def relations(tree: exp.Expression) -> list[R.Relation]:
-    """The abstract relations a tree reads, each once, in order of appearance."""
-    out = []
-    for node in tree.find_all(exp.Table):
-        rel = R.relation_of(node)
-        if rel is not None and rel not in out:
-            out.append(rel)
-    return out
-
-
 def occurrences(tree: exp.Expression) -> list[R.Relation]:
     """The abstract relations a tree reads, once per place that reads it."""
     return [rel for rel in map(R.relation_of, tree.find_all(exp.Table)) if rel is not None]

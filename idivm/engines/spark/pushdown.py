@@ -28,7 +28,6 @@ from sqlglot import exp
 from ...program import relations as R
 from ...program.trees import conjuncts, froms
 from ...sqltext import ident
-from ..postgres.render import delta_table
 
 PUSHDOWN_LIMIT = 20_000  # at most this many distinct batch values are inlined into a base table's read
 
@@ -58,18 +57,19 @@ def _deltas_in_scope(sel: exp.Select) -> dict[str, R.Relation]:
 class Pushdown:
     """The filters of one maintenance's base-table reads. `values(captured_id, column)` are read
     from the transaction's i-diff instance once each; `table(rel)` is a base relation's quoted
-    name."""
+    name, `delta(captured id)` the quoted name of a table's i-diff instance."""
 
-    def __init__(self, cursor, table: Callable[[R.Relation], str]):
+    def __init__(self, cursor, table: Callable[[R.Relation], str], delta: Callable[[int], str]):
         self._cur = cursor
         self._table = table
+        self._delta = delta
         self._values: dict[tuple[int, str], str | None] = {}
 
     def _any(self, column: str, captured_id: int, delta_column: str) -> str | None:
         key = (captured_id, delta_column)
         if key not in self._values:
             values = [v for (v,) in self._cur.execute(
-                f"SELECT DISTINCT {ident(delta_column)} FROM {delta_table(captured_id)} "
+                f"SELECT DISTINCT {ident(delta_column)} FROM {self._delta(captured_id)} "
                 f"WHERE {ident(delta_column)} IS NOT NULL LIMIT {PUSHDOWN_LIMIT + 1}").fetchall()]
             self._values[key] = (None if len(values) > PUSHDOWN_LIMIT
                                  else Literal(values).as_string(self._cur) if values else "")

@@ -1,20 +1,21 @@
-"""Which part of a Δ-program step Spark computes, and the step rewritten to read Spark's rows.
+"""Which part of a Δ-program step an engine other than PostgreSQL may compute beforehand, and the
+step rewritten to read those rows (staged) instead.
 
-Spark computes queries over i-diff instances and base tables alone: both are fixed by the
-maintenance snapshot, which Spark's reads import (engines/spark/reads.py). Everything the
+Such an engine (Spark, engines/spark/) computes queries over i-diff instances and base tables
+alone: both are fixed by the maintenance snapshot, which its reads import. Everything the
 transaction itself writes (the view, its caches, a higher-order strategy's maps, scratch
 relations) is invisible to another session's snapshot, so a query that reads it stays in
 PostgreSQL. Three shapes of step carry such a query:
 
 - an insert (InsertRows) or a map increment (AddToMap) whose whole source reads Δ and base
-  tables: Spark computes the source; the step inserts (or adds) the staged rows. This is where
-  the joins of a batch with large base tables are (idIVM Section 6: an i-diff's ⋈ with the
-  other inputs, for `id` and `tuple`; the Δ-only aggregations of VLDBJ'14 Section 4 for
+  tables: the other engine computes the source; the step inserts (or adds) the staged rows. This
+  is where the joins of a batch with large base tables are (idIVM Section 6: an i-diff's ⋈ with
+  the other inputs, for `id` and `tuple`; the Δ-only aggregations of VLDBJ'14 Section 4 for
   `higher-order`);
 - a delete or an update by matching (DeleteMatching, UpdateMatching) whose USING list joins Δ
   with base tables: the tuple strategy's pre-state deletes (a subquery of Δ ⋈ base, UNION ALL
   over pre-states, paper Section 5) and a semijoin's re-check. The condition's conjuncts that do
-  not name the target row are evaluated with the USING list on Spark, which returns the columns
+  not name the target row are evaluated with the USING list apart, which returns the columns
   the remaining conjuncts, the assignments and the recorded image use; the step then matches the
   target against those staged rows. The split is exact: DELETE/UPDATE ... USING s WHERE a AND b,
   with b not naming the target, matches the same target rows as USING (SELECT ... FROM s WHERE b).
@@ -25,9 +26,13 @@ A source may also read a relation the program maintains (a higher-order strategy
 if no earlier step of the program writes it (offloads): its state when the step runs is then its
 state before this maintenance, which the transaction can read before any step runs (DBToaster's
 trigger statements read other maps, VLDBJ'14 Section 5; e.g. M1 += Δr ⋈ M2 before M2 += Δs).
-Such a read is optional (Offload.reads): where Spark cannot take the relation exactly (too many
-rows to hand over, values wider than Spark's decimals) or cannot compute the query exactly, the
+Such a read is optional (Offload.reads): where the engine cannot take the relation exactly, the
 step stays in PostgreSQL, which is exact too.
+
+The PostgreSQL engine compiles both forms of every such step into the view's maintenance function
+(engines/postgres/server_maintenance.py), the staged one reading the scratch relation
+`staged_name(k)` for the k-th offload: the other engine fills the relations it computed, and the
+one deferred maintenance path runs the rest.
 """
 from __future__ import annotations
 
@@ -36,17 +41,22 @@ from typing import Callable
 
 from sqlglot import exp
 
-from ...program import relations as R
-from ...program.steps import AddToMap, DeleteMatching, InsertRows, Step, UpdateMatching
-from ...program.trees import alias, all_of, col, conjuncts, num, select
-from .needs import relations
+from . import relations as R
+from .relations import relations
+from .steps import AddToMap, DeleteMatching, InsertRows, Step, UpdateMatching
+from .trees import alias, all_of, col, conjuncts, num, select
 
 STAGED_ALIAS = "idivm_staged"
 
 
+def staged_name(k: int) -> str:
+    """The scratch relation holding the rows of a program's k-th offload (offloads() order)."""
+    return f"idivm_staged_{int(k)}"
+
+
 @dataclass(frozen=True)
 class Offload:
-    """One step's query that Spark computes, and how the step reads its rows instead."""
+    """One step's query that another engine computes, and how the step reads its rows instead."""
 
     step: Step
     query: exp.Query
@@ -118,7 +128,7 @@ def _from_matching(step: DeleteMatching | UpdateMatching) -> Offload | None:
 
 
 def offload(step: Step, written: set | None = None) -> Offload | None:
-    """What Spark computes of this step (None: it runs in PostgreSQL as it is); `written`: the
+    """What another engine may compute of this step (None: it runs in PostgreSQL as it is); `written`: the
     relations the steps before it write (None: it may read no maintained relation)."""
     if isinstance(step, (InsertRows, AddToMap)):
         return _from_source(step, written)
@@ -128,7 +138,7 @@ def offload(step: Step, written: set | None = None) -> Offload | None:
 
 
 def offloads(steps: list[Step]) -> list[Offload]:
-    """What Spark computes of a program's steps (in execution order), each source free to read the
+    """What another engine may compute of a program's steps (in execution order), each source free to read the
     maintained relations that no earlier step writes."""
     out, written = [], set()
     for st in steps:
