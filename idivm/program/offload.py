@@ -64,10 +64,9 @@ class Offload:
     reads: frozenset = frozenset()  # relations the program maintains that the query reads (optional offload)
 
 
-def _computable(trees: list[exp.Expression], written: set | None = None) -> bool:
-    """Whether the trees read Δ, and else only base tables and (with `written`: the relations
-    earlier steps write) maintained relations no earlier step writes."""
-    rels = [rel for tree in trees for rel in relations(tree)]
+def _computable(rels: list[R.Relation], written: set | None = None) -> bool:
+    """Whether trees reading `rels` read Δ, and else only base tables and (with `written`: the
+    relations earlier steps write) maintained relations no earlier step writes."""
     maintained = [rel for rel in rels if rel.kind == R.VIEW]
     if maintained and (written is None or any(rel in written for rel in maintained)):
         return False
@@ -76,9 +75,10 @@ def _computable(trees: list[exp.Expression], written: set | None = None) -> bool
 
 
 def _from_source(step: InsertRows | AddToMap, written: set) -> Offload | None:
-    if not _computable([step.source], written):
+    rels = relations(step.source)  # each tree walked once: registration analyses every step
+    if not _computable(rels, written):
         return None
-    reads = frozenset(rel for rel in relations(step.source) if rel.kind == R.VIEW)
+    reads = frozenset(rel for rel in rels if rel.kind == R.VIEW)
     return Offload(step, step.source, lambda name: replace(step, source=select([exp.Star()], [R.scratch(name)])), reads)
 
 
@@ -87,7 +87,8 @@ def _names(e: exp.Expression, table: str) -> bool:
 
 
 def _from_matching(step: DeleteMatching | UpdateMatching) -> Offload | None:
-    if not _computable(step.using) or not any(rel.kind == R.BASE for item in step.using for rel in relations(item)):
+    rels = [rel for item in step.using for rel in relations(item)]
+    if not _computable(rels) or not any(rel.kind == R.BASE for rel in rels):
         return None
     target = step.target.alias_or_name
     parts = conjuncts(step.condition)

@@ -103,14 +103,15 @@ def build_program(target, strategy: str, minimized: bool = True) -> Program:
         if target.agg.no_cache:  # idIVM footnote 6: no intermediate cache over a many-to-many join, so no cache program
             cache = Program(strategy=strategy)
         elif isinstance(target.cache, UnionTarget):
-            cache = union_program(target.cache, lambda b: compile_program(b, strategy, minimized), row_ids)
+            branches = [compile_program(b, strategy, minimized) for b in target.cache.branches]
+            cache = union_program(target.cache, branches, row_ids)
         else:
             cache = build_program(target.cache, strategy, minimized)
         if target.sum_args is not None:
             return sum_program(target, cache, row_ids)
         return general_program(target, cache)
     if isinstance(target, UnionTarget):
-        return union_program(target, lambda b: compile_program(b, strategy, minimized))
+        return union_program(target, [compile_program(b, strategy, minimized) for b in target.branches])
     return compile_program(target, strategy, minimized)
 
 

@@ -42,11 +42,11 @@ class UnionTarget(MaintainedTable):
         return union_all([full_query(b, self.all_ids) for b in self.branches])
 
 
-def union_program(t: UnionTarget, compile_branch, row_ids: dict[int, list[str]] | None = None) -> Program:
-    """The branches' programs, one after the other. row_ids, if given, receives for each step (by
-    id()) the columns that identify the row it writes: the branch column and the branch's own IDs
-    (other branches' are NULL in it), which the specialized aggregation rules match old images by."""
-    programs = [compile_branch(b) for b in t.branches]
+def union_program(t: UnionTarget, programs: list[Program], row_ids: dict[int, list[str]] | None = None) -> Program:
+    """The branches' programs (one per branch of t, in order), one after the other. row_ids, if
+    given, receives for each step (by id()) the columns that identify the row it writes: the branch
+    column and the branch's own IDs (other branches' are NULL in it), which the specialized
+    aggregation rules match old images by."""
     out = Program(strategy=programs[0].strategy)
     for k, (b, s) in enumerate(zip(t.branches, programs), 1):
         for st in s.steps:
