@@ -1,4 +1,4 @@
-"""EXISTS / IN subqueries over an inner join (strategies/semijoin.py `_through_others`): each table of
+"""EXISTS / IN subqueries over an inner join (rules/semijoin.py `_through_others`): each table of
 the subquery drives its own re-derivation, the others read in either state, so that a combination of
 partners that appears or goes in one window (both deleted, one moved while the other is inserted)
 flips the outer row. Both strategies, both modes, against recomputation after every write."""

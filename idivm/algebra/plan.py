@@ -57,7 +57,7 @@ class SubqueryPredicate:
 
     Its conjunct stays in the plan as an opaque condition for the rules of the other
     operators; changes of R (or of a table joined to it) affect the outer rows that ``affected``
-    selects (see strategies/semijoin.py). ``alias`` is idivm's own alias for R inside the
+    selects (see rules/semijoin.py). ``alias`` is idivm's own alias for R inside the
     subquery; ``joined`` the others' (alias, table), their join conditions part of ``where``."""
 
     alias: str
@@ -192,7 +192,7 @@ class Aggregate:
         no HAVING, the cache columns they read, each with whether it is summed; else None.
 
         Such views can use the specialized rules of Tables 9, 11 and 12 (see
-        strategies/aggregate_sum.py); HAVING needs the state of groups that are not in the view."""
+        rules/aggregate_sum.py); HAVING needs the state of groups that are not in the view."""
         if self.having is not None or not isinstance(self.cache, (Project, Union)) or self.no_cache:
             return None
         args: dict[str, bool] = {}

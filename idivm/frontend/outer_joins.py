@@ -10,8 +10,8 @@ Gupta and Mumick's survey):
 
 so a chain of joins becomes a UNION ALL of branches, each an inner join of the tables it keeps,
 with the tables it pads read as typed NULLs and one `NOT EXISTS` per padding. Every branch is
-then an SPJ view with a semijoin, maintained by the rules that already exist (strategies/union.py,
-strategies/semijoin.py): a padded row's identity is its branch b (hidden `__idivm_b`) with the
+then an SPJ view with a semijoin, maintained by the rules that already exist (rules/union.py,
+rules/semijoin.py): a padded row's identity is its branch b (hidden `__idivm_b`) with the
 IDs of the tables it keeps; a row that moves between matched and padded (its last partner
 deleted, a first one inserted, a join key updated) leaves one branch and enters another. The
 rules behind each transition are those of ⋈ (Table 10) and of the antijoin, composed by the
@@ -30,7 +30,7 @@ a LEFT (or FULL) join of a table nobody needs is left out (it drops no row of wh
 a table that is needed, or inner-joined, joins with its condition, and a RIGHT or FULL joined
 table needed alone is all its rows. So `a JOIN b ON a.k = b.k RIGHT JOIN c ON c.k = b.k` pads the
 c rows with `NOT EXISTS (SELECT 1 FROM a JOIN b ON a.k = b.k WHERE c.k = b.k)`, an antijoin over a
-join (strategies/semijoin.py). This needs every condition on that path to be false when a table
+join (rules/semijoin.py). This needs every condition on that path to be false when a table
 it reads is padded (a comparison is); a condition that could hold on NULLs is refused by name.
 """
 from __future__ import annotations

@@ -7,7 +7,7 @@
 Set difference and intersection compare rows with NULLs equal, hence IS NOT
 DISTINCT FROM. R is wrapped as a derived table whose columns get idivm's own
 names, so nothing in L can be captured by R's scope; sqlglot merges it back
-into the EXISTS, which then follows the semijoin rules (strategies/semijoin.py).
+into the EXISTS, which then follows the semijoin rules (rules/semijoin.py).
 EXCEPT ALL and INTERSECT ALL count duplicates and do not reduce to
 (anti)semijoins: they are refused.
 """

@@ -106,7 +106,7 @@ class MergeRows(Step):
     a target row that `condition` matches with a source row is deleted where `delete_when` holds,
     else updated with `assignments`; a source row that matches no target row is inserted into
     `columns` as `values` where `insert_when` holds. Each target row may match at most one source
-    row. A grouped view applies its per-group sums this way (strategies/aggregate_sum.py): one
+    row. A grouped view applies its per-group sums this way (rules/aggregate_sum.py): one
     statement instead of a scratch table and a delete, an update and an insert over it, which in a
     single-row write of immediate mode cost about a tenth of the write (docs/benchmarks.md)."""
 

@@ -16,16 +16,16 @@ from ..algebra.plan import Aggregate, Project, Union, walk
 from ..errors import IdivmError, UnsupportedQuery
 from ..names import SELF, own_part, own_table
 from ..program.steps import Program
-from .aggregate import general_program
-from .aggregate_sum import EXACT_TYPE_OIDS, choose_rule, sum_program
-from .aggregate_target import AggregateTarget
-from .diff_schemas import base_diff_schemas
+from ..rules import RULES
+from ..rules.aggregate_sum import EXACT_TYPE_OIDS, choose_rule
+from ..rules.aggregate_target import AggregateTarget
+from ..rules.diff_schemas import base_diff_schemas
 from .higher_order.target import STRATEGY as HIGHER_ORDER, HigherOrderTarget, higher_order_program, make_higher_order_target
 from .id import id_program
-from .spj import SpjTarget, full_query
+from ..rules.spj import SpjTarget, full_query
 from ..program.trees import col, select, subquery
 from .tuple import tuple_program
-from .union import UnionTarget, union_program
+from ..rules.union import UnionTarget
 
 
 def make_target(plan, strategy: str, column_types=None, definition: str | None = None, part: str = SELF):
@@ -95,24 +95,19 @@ def compile_program(target: SpjTarget, strategy: str, minimized: bool = True) ->
     raise IdivmError(f"unknown strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
 
 
-def build_program(target, strategy: str, minimized: bool = True) -> Program:
+def build_program(target, strategy: str, minimized: bool = True, row_ids: dict | None = None) -> Program:
+    """A target's program: under the higher-order strategy, its maps' and view table's; an SPJ
+    target's, the strategy's composition of the SPJ operators' i-diff rules (compile_program);
+    any other operator's (γ, ∪), its rule in rules.RULES over its inputs' programs (an aggregate
+    without an intermediate cache has no input program: an empty one stands for it). row_ids: the
+    rows each step of a union writes, which the rules of an aggregate over it read."""
     if isinstance(target, HigherOrderTarget):
         return higher_order_program(target)
-    if isinstance(target, AggregateTarget):
-        row_ids: dict[int, list[str]] = {}  # a union cache's: the rows each branch's steps write (outer joins)
-        if target.agg.no_cache:  # idIVM footnote 6: no intermediate cache over a many-to-many join, so no cache program
-            cache = Program(strategy=strategy)
-        elif isinstance(target.cache, UnionTarget):
-            branches = [compile_program(b, strategy, minimized) for b in target.cache.branches]
-            cache = union_program(target.cache, branches, row_ids)
-        else:
-            cache = build_program(target.cache, strategy, minimized)
-        if target.sum_args is not None:
-            return sum_program(target, cache, row_ids)
-        return general_program(target, cache)
-    if isinstance(target, UnionTarget):
-        return union_program(target, [compile_program(b, strategy, minimized) for b in target.branches])
-    return compile_program(target, strategy, minimized)
+    if isinstance(target, SpjTarget):
+        return compile_program(target, strategy, minimized)
+    row_ids = {} if row_ids is None else row_ids
+    inputs = [build_program(t, strategy, minimized, row_ids) for t in target.inputs] or [Program(strategy=strategy)]
+    return RULES[type(target.operator)].program(target, inputs, row_ids)
 
 
 def diff_schemas_of(plan):

@@ -8,11 +8,11 @@ from sqlglot import exp
 from ...algebra.plan import BRANCH_COLUMN, scans
 from ...frontend.build_plan import parse_one
 from ...program.trees import alias, select, subquery
-from ...strategies.aggregate import group_select
-from ...strategies.aggregate_target import AggregateTarget
+from ...rules.aggregate import group_select
+from ...rules.aggregate_target import AggregateTarget
 from ...strategies.higher_order.target import HigherOrderTarget
-from ...strategies.spj import SpjTarget, full_query
-from ...strategies.union import UnionTarget
+from ...rules.spj import SpjTarget, full_query
+from ...rules.union import UnionTarget
 from ...sqltext import ident, qualified, run
 from .render import MAP_UNIT, sql
 

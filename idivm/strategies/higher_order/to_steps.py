@@ -21,7 +21,7 @@ from ...errors import UnsupportedQuery
 from ...program import relations as Rl
 from ...program.steps import CACHE_ROLE, MAPS_PHASE, AddToMap, CreateScratch, InsertRows, Step
 from ...program.trees import alias, aliased, col, eq, num, select, string, subquery, union_all
-from ..idiff_steps import kind_is_not
+from ...rules.idiff_steps import kind_is_not
 from .viewlet import Compiled, MapDef, expand, is_lift
 
 VALUE = "__value"

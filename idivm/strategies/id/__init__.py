@@ -7,10 +7,10 @@ from __future__ import annotations
 from ...algebra.plan import scans
 from ...program.steps import Program
 from ...rules import instantiate
-from ..diff_schemas import base_diff_schemas
-from ..idiff_steps import idiff_step
-from ..semijoin import subquery_steps
-from ..spj import SpjTarget
+from ...rules.diff_schemas import base_diff_schemas
+from ...rules.idiff_steps import idiff_step
+from ...rules import subquery_steps
+from ...rules.spj import SpjTarget
 from .minimize import minimize
 
 

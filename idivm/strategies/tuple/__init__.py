@@ -1,6 +1,6 @@
 """The ``tuple`` strategy: the classical baseline the paper compares against. Per scan, the t-diff
 of deleted view tuples is computed on the pre-state of all tables (full view tuples joined from
-the base tables, strategies/pre_state.py) and the t-diff of inserted ones on the post-state."""
+the base tables, rules/pre_state.py) and the t-diff of inserted ones on the post-state."""
 from __future__ import annotations
 
 from sqlglot import exp
@@ -9,10 +9,11 @@ from ...algebra.plan import conjuncts_below, scans
 from ...program import relations as R
 from ...program.steps import DeleteMatching, Program
 from ...program.trees import alias, all_of, col, eq, subquery
-from ..idiff_steps import insert_rows, kind_is
-from ..pre_state import pre_state_rows
-from ..semijoin import subquery_steps, without_subqueries
-from ..spj import VIEW_ALIAS, SpjTarget, binder
+from ...rules.idiff_steps import insert_rows, kind_is
+from ...rules.pre_state import pre_state_rows
+from ...rules import subquery_steps
+from ...rules.semijoin import without_subqueries
+from ...rules.spj import VIEW_ALIAS, SpjTarget, binder
 
 
 def pre_state_view_ids(target: SpjTarget, s: str, conds) -> exp.Query:

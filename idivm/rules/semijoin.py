@@ -73,32 +73,32 @@ def _either_state(target: SpjTarget, sq: SubqueryPredicate, alias: str, table) -
     return subquery(union_all([post, pre]), alias)
 
 
-def subquery_steps(target: SpjTarget) -> list[Step]:
-    """For every table of every subquery: delete the outer rows its changes may affect, by ID, then
-    re-derive them from the post-state."""
+def rule(target: SpjTarget, sq: SubqueryPredicate) -> list[Step]:
+    """The semijoin's or antijoin's steps for changes of its right input, the subquery's tables: for
+    each of them, delete the outer rows its changes may affect, by ID, then re-derive them from the
+    post-state."""
     out: list[Step] = []
-    for sq in target.plan.subqueries:
-        related = sorted({a for a, _ in refs(sq.affected()) if a in target.scan_alias})
-        by_id = [eq(col(target.scan_alias[a], i.column), col(VIEW_ALIAS, i.name))
-                 for a in related for i in target.ids_of(a)]
-        if target.branch is not None:  # an uncorrelated subquery matches no ID: stay in this branch's rows
-            by_id.append(eq(col(VIEW_ALIAS, BRANCH_COLUMN), num(int(target.branch))))
-        for changed, table in sq.tables():
-            delta = R.delta(table.schema, table.name, DIFF_ALIAS)
-            label = f"Δ[{table.name}] of subquery {changed}"
-            out.append(DeleteMatching(
-                phase=0, purpose=f"{label}: delete the outer rows it may affect, by ID", target=target.ref(),
-                using=[delta] + [target.base(a) for a in related],
-                condition=all_of(by_id + [_changed(target, sq, changed)]),
-                driven_by=R.table_key(table.schema, table.name)))
-            bind = binder(target, None)
-            filters = [bind(c) for c in conjuncts_below(target.plan)]
-            filters.append(_affected_ids(target, sq, changed, related, delta)
-                           or exists(select([exp.Literal.number(1)], [delta.copy()], [_changed(target, sq, changed)])))
-            out.append(insert_rows(
-                target, None, [], filters, bind, froms=[target.base(s) for s in target.scan_alias], id_image=None,
-                phase=2, purpose=f"{label}: re-derive those outer rows from the post-state",
-                driven_by=R.table_key(table.schema, table.name)))
+    related = sorted({a for a, _ in refs(sq.affected()) if a in target.scan_alias})
+    by_id = [eq(col(target.scan_alias[a], i.column), col(VIEW_ALIAS, i.name))
+             for a in related for i in target.ids_of(a)]
+    if target.branch is not None:  # an uncorrelated subquery matches no ID: stay in this branch's rows
+        by_id.append(eq(col(VIEW_ALIAS, BRANCH_COLUMN), num(int(target.branch))))
+    for changed, table in sq.tables():
+        delta = R.delta(table.schema, table.name, DIFF_ALIAS)
+        label = f"Δ[{table.name}] of subquery {changed}"
+        out.append(DeleteMatching(
+            phase=0, purpose=f"{label}: delete the outer rows it may affect, by ID", target=target.ref(),
+            using=[delta] + [target.base(a) for a in related],
+            condition=all_of(by_id + [_changed(target, sq, changed)]),
+            driven_by=R.table_key(table.schema, table.name)))
+        bind = binder(target, None)
+        filters = [bind(c) for c in conjuncts_below(target.plan)]
+        filters.append(_affected_ids(target, sq, changed, related, delta)
+                       or exists(select([exp.Literal.number(1)], [delta.copy()], [_changed(target, sq, changed)])))
+        out.append(insert_rows(
+            target, None, [], filters, bind, froms=[target.base(s) for s in target.scan_alias], id_image=None,
+            phase=2, purpose=f"{label}: re-derive those outer rows from the post-state",
+            driven_by=R.table_key(table.schema, table.name)))
     return out
 
 

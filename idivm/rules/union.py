@@ -24,6 +24,15 @@ class UnionTarget(MaintainedTable):
     union: Union
 
     @property
+    def operator(self) -> Union:
+        return self.union
+
+    @property
+    def inputs(self) -> list[SpjTarget]:
+        """What it is maintained over (rules.RULES' program rule): its branches."""
+        return self.branches
+
+    @property
     def branches(self) -> list[SpjTarget]:
         return [SpjTarget(self.schema, self.name, b, branch=k)
                 for k, b in enumerate(self.union.branches, 1)]
@@ -42,9 +51,9 @@ class UnionTarget(MaintainedTable):
         return union_all([full_query(b, self.all_ids) for b in self.branches])
 
 
-def union_program(t: UnionTarget, programs: list[Program], row_ids: dict[int, list[str]] | None = None) -> Program:
-    """The branches' programs (one per branch of t, in order), one after the other. row_ids, if
-    given, receives for each step (by id()) the columns that identify the row it writes: the branch
+def rule(t: UnionTarget, programs: list[Program], row_ids: dict[int, list[str]]) -> Program:
+    """∪'s program rule: the branches' programs (one per branch of t, in order), one after the other.
+    row_ids receives for each step (by id()) the columns that identify the row it writes: the branch
     column and the branch's own IDs (other branches' are NULL in it), which the specialized
     aggregation rules match old images by."""
     out = Program(strategy=programs[0].strategy)
@@ -52,7 +61,6 @@ def union_program(t: UnionTarget, programs: list[Program], row_ids: dict[int, li
         for st in s.steps:
             st.purpose = f"branch b = {k}: {st.purpose}"
             out.steps.append(st)
-            if row_ids is not None:
-                row_ids[id(st)] = [BRANCH_COLUMN] + [i.name for i in b.plan.ids]
+            row_ids[id(st)] = [BRANCH_COLUMN] + [i.name for i in b.plan.ids]
         out.derivations += [f"branch b = {k}: {d}" for d in s.derivations]
     return out

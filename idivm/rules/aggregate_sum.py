@@ -1,7 +1,7 @@
 """The specialized aggregation rules: SUM (Table 9), COUNT (Table 11) and AVG over SUM/COUNT
 operator caches (Table 12), with group creation and deletion, which the paper leaves out.
 
-The general rule (strategies/aggregate.py) re-reads every affected group from the
+The general rule (rules/aggregate.py) re-reads every affected group from the
 intermediate cache; these rules never do. The view row of each group carries its
 operator caches as hidden columns: ``__idivm_n`` (COUNT(*) of the group), and per
 aggregated cache column a: ``__idivm_s_a`` (its sum) and ``__idivm_c_a`` (COUNT(a)).
@@ -95,7 +95,7 @@ def _signed(t, write, keys: list[str], args: list[str], ids: list[str]) -> Recor
 
 def sum_program(t, cache_program: Program, row_ids: dict[int, list[str]] | None = None) -> Program:
     """The specialized rules over the cache's program. row_ids: for a UNION ALL cache (outer joins),
-    the columns identifying the rows each step writes (union.union_program); an SPJ cache's rows
+    the columns identifying the rows each step writes (union.rule); an SPJ cache's rows
     are identified by its IDs."""
     keys, args = t.agg.keys, list(t.sum_args)
     own_ids = None if isinstance(t.cache, UnionTarget) else [i.name for i in t.cache.plan.ids]

@@ -19,6 +19,7 @@ from ..program import relations as R
 from ..program.steps import CreateScratch, DeleteMatching, InsertRows, Program, Record
 from ..program.trees import alias, all_of, any_of, col, eq, exists, num, select, subquery, union_all
 from .aggregate_nocache import affected_group_steps
+from .aggregate_sum import sum_program
 from .aggregate_target import CACHE_ALIAS, AggregateTarget, bind_cache, match_keys
 from .spj import VIEW_ALIAS, full_query
 
@@ -109,3 +110,14 @@ def general_program(t: AggregateTarget, cache_program: Program) -> Program:
         phase=4, purpose=f"Δ+V: recompute the affected groups from {source} (Table 7, general rule)",
         target=t.ref(), columns=t.columns, source=group_select(t, restrict=True)))
     return program
+
+
+def rule(t: AggregateTarget, inputs: list[Program], row_ids: dict[int, list[str]]) -> Program:
+    """γ's program rule, over its input's program (its intermediate cache's, one without a cache
+    being empty): the specialized SUM/COUNT/AVG rules where they apply (aggregate_sum.py, Tables 9,
+    11, 12), else the general rule (Table 7). row_ids: the rows each step of a union cache writes
+    (union.rule)."""
+    (cache,) = inputs
+    if t.sum_args is not None:
+        return sum_program(t, cache, row_ids)
+    return general_program(t, cache)

@@ -9,8 +9,8 @@ from ..algebra.plan import BRANCH_COLUMN, IdColumn, refs
 from ..program import relations as R
 from ..program.steps import DeleteMatching, InsertRows, Step, UpdateMatching
 from ..program.trees import alias, all_of, any_of, col, distinct_from, eq, num, select, string
-from ..rules.idiff import DiffSchema, IDiff
-from ..rules.project import updated_outputs
+from .idiff import DiffSchema, IDiff
+from .project import updated_outputs
 from .spj import DIFF_ALIAS, VIEW_ALIAS, SpjTarget, base_mapping, bind_with, binder
 
 

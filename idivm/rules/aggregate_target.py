@@ -1,6 +1,6 @@
 """A grouped view as the aggregation rules see it: its intermediate cache, its group keys, and (for
-the specialized SUM/COUNT/AVG rules, strategies/aggregate_sum.py) the hidden operator-cache columns
-its rows carry. Shared by the general rule (strategies/aggregate.py) and the specialized ones."""
+the specialized SUM/COUNT/AVG rules, rules/aggregate_sum.py) the hidden operator-cache columns
+its rows carry. Shared by the general rule (rules/aggregate.py) and the specialized ones."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -48,6 +48,16 @@ class AggregateTarget(MaintainedTable):
     # set when the specialized SUM/COUNT/AVG rules apply (aggregate_sum.choose_rule): the
     # aggregated cache columns, each with whether it is summed
     sum_args: dict[str, bool] | None = None
+
+    @property
+    def operator(self) -> Aggregate:
+        return self.agg
+
+    @property
+    def inputs(self) -> list:
+        """What it is maintained over (rules.RULES' program rule): its intermediate cache, or nothing
+        when it has none (idIVM footnote 6: no cache over a many-to-many join)."""
+        return [] if self.agg.no_cache else [self.cache]
 
     @property
     def affected(self) -> str:

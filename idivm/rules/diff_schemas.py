@@ -11,7 +11,7 @@ view never reads produce no i-diff at all.
 from __future__ import annotations
 
 from ..algebra.plan import Project, conjuncts_below, refs, scans
-from ..rules.idiff import DiffSchema
+from .idiff import DiffSchema
 
 
 def base_diff_schemas(root: Project) -> list[DiffSchema]:

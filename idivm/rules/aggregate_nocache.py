@@ -14,7 +14,7 @@ groups are found from the base-table changes themselves:
 
 Updates that change no attribute the input reads are skipped. The view then
 deletes the affected groups and re-aggregates them from the base tables,
-restricted to those groups (strategies/aggregate.py, group_select).
+restricted to those groups (rules/aggregate.py, group_select).
 """
 from __future__ import annotations
 
