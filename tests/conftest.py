@@ -9,6 +9,7 @@ Every test run works in fresh databases it creates and drops.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import shutil
 import tempfile
@@ -31,6 +32,16 @@ from helpers import CODEGEN_OFF
 # IDIVM_SPARK_CONF wins.
 os.environ.setdefault("IDIVM_SPARK_CONF",
                       f"spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 spark.sql.shuffle.partitions=2 {CODEGEN_OFF}")
+
+
+# A test process compiles thousands of views, and every sqlglot tree is a reference cycle (each node
+# points at its parent), so each registration's trees are freed only by the collector and many
+# outlive a young generation: Python's default thresholds then ran a full collection of the
+# worker's whole heap every few registrations (the outer-join family: 5.7 s of its 41 s in the
+# collector, 4.6 s of it in full collections). Full collections a hundred times rarer (each after
+# 7 million allocations) cut that to 1.1 s; the garbage still goes, in younger collections or the
+# next full one (docs/benchmarks.md, "The test suite").
+gc.set_threshold(700, 10, 1000)
 
 
 def _answers(dsn: str) -> bool:
