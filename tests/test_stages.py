@@ -81,3 +81,30 @@ def test_the_compiler_knows_no_catalog_id_and_binding_names_every_relation(name)
         assert rel.kind != R.SCRATCH or rel.name.endswith("_42")
     assert {s.driven_by for s in bound.steps} <= set(captured.values()) | {None}
     assert c.program is None  # binding took the program over
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_printing_and_binding_without_copies_change_nothing(name, monkeypatch):
+    """Two shortcuts of the compiler: derivations print conditions without copying them first
+    (rules/idiff.show), and a plan expression is bound to a step's relations in one walk
+    (program/trees.rebuilt) where sqlglot's transform copies the tree first. Compiled with sqlglot's
+    own copying forms instead, every fixture's program, derivations included, is the same."""
+    from sqlglot import exp
+
+    from idivm.algebra.placeholders import printable
+    from idivm.program import trees
+    from idivm.rules import idiff, spj
+
+    first, sql = (FIXTURES / f"{name}.sql").read_text().split("\n", 1)
+    strategy = first.removeprefix("-- strategy:").strip()
+    fast = to_json(compile_view(sql.strip(), SCHEMA, strategy).program)
+    monkeypatch.setattr(idiff, "show", lambda e: printable(e).sql("postgres"))
+    monkeypatch.setattr(spj, "rebuilt", lambda tree, fn: tree.transform(fn))
+    assert to_json(compile_view(sql.strip(), SCHEMA, strategy).program) == fast
+    tree = exp.maybe_parse("SELECT a.x + 1 AS y FROM t AS a WHERE a.k = (SELECT max(b.k) FROM u AS b)")
+    before = tree.sql()
+
+    def renamed(n):
+        return trees.col("z", n.name) if isinstance(n, exp.Column) and n.table == "a" else n
+
+    assert trees.rebuilt(tree, renamed) == tree.transform(renamed) and tree.sql() == before

@@ -83,10 +83,10 @@ class SubqueryPredicate:
             parts.append(exp.Paren(this=exp.or_(
                 exp.NullSafeEQ(this=col.copy(), expression=lhs.copy()),
                 exp.Is(this=col.copy(), expression=exp.Null()),
-                exp.Is(this=lhs.copy(), expression=exp.Null()))))
+                exp.Is(this=lhs.copy(), expression=exp.Null()), copy=False)))
         if not parts:
             return exp.true()
-        return exp.and_(*[exp.Paren(this=p) for p in parts])
+        return exp.and_(*[exp.Paren(this=p) for p in parts], copy=False)  # fresh copies: no second copy
 
 
 @dataclass

@@ -70,12 +70,13 @@ class OuterBranch:
     def select(self) -> exp.Select:
         """The branch as a SELECT (outputs left to the caller): its FROM, inner JOINs and WHERE."""
         first, _ = self.tables[0]
-        q = exp.select("1").from_(first.copy())
+        # every part is a fresh copy, so the builders need not copy again (copy=False)
+        q = exp.select(exp.Literal.number(1)).from_(first.copy(), copy=False)
         for t, on in self.tables[1:]:
-            q = q.join(t.copy(), on=exp.and_(*[c.copy() for c in on]) if on else None,
-                       join_type="inner" if on else "cross")
+            q = q.join(t.copy(), on=exp.and_(*[c.copy() for c in on], copy=False) if on else None,
+                       join_type="inner" if on else "cross", copy=False)
         if self.where:
-            q = q.where(exp.and_(*[exp.paren(c.copy()) for c in self.where]))
+            q = q.where(exp.and_(*[exp.paren(c.copy(), copy=False) for c in self.where], copy=False), copy=False)
         return q
 
     def joined(self, t: exp.Table, on: list[exp.Expression]) -> "OuterBranch | None":
@@ -95,9 +96,9 @@ class OuterBranch:
 
 
 def not_exists(t: exp.Table, on: list[exp.Expression]) -> exp.Expression:
-    inner = exp.select("1").from_(t.copy())
+    inner = exp.select(exp.Literal.number(1)).from_(t.copy(), copy=False)
     if on:
-        inner = inner.where(exp.and_(*[exp.paren(c.copy()) for c in on]))
+        inner = inner.where(exp.and_(*[exp.paren(c.copy(), copy=False) for c in on], copy=False), copy=False)
     return exp.Not(this=exp.Exists(this=inner))
 
 
@@ -294,12 +295,12 @@ def _right_only(t: exp.Table, on: list[exp.Expression], left: list[tuple[exp.Tab
     need = _reads(on, names)
     _require_null_rejecting(on, need, left, info_of, f"the {side} JOIN of {t.alias_or_name}")
     rows = _left_rows(left, need, info_of)
-    inner = exp.select("1").from_(rows[0][0].copy())
+    inner = exp.select(exp.Literal.number(1)).from_(rows[0][0].copy(), copy=False)
     for s, cond in rows[1:]:
-        inner = inner.join(s.copy(), on=exp.and_(*[c.copy() for c in cond]) if cond else None,
-                           join_type="inner" if cond else "cross")
+        inner = inner.join(s.copy(), on=exp.and_(*[c.copy() for c in cond], copy=False) if cond else None,
+                           join_type="inner" if cond else "cross", copy=False)
     if on:
-        inner = inner.where(exp.and_(*[exp.paren(c.copy()) for c in on]))
+        inner = inner.where(exp.and_(*[exp.paren(c.copy(), copy=False) for c in on], copy=False), copy=False)
     padded = {s.alias_or_name: info_of(s) for s, _, _ in left}
     return OuterBranch(tables=[(t, [])], where=[exp.Not(this=exp.Exists(this=inner))], padded=padded)
 

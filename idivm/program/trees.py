@@ -2,6 +2,8 @@
 conjunctions), so that the compiler never writes SQL text."""
 from __future__ import annotations
 
+from copy import deepcopy
+
 from sqlglot import exp
 
 
@@ -115,3 +117,46 @@ def union_all(queries: list[exp.Query], distinct: bool = False) -> exp.Query:
     for q in queries[1:]:
         out = exp.Union(this=out, expression=q, distinct=distinct)
     return out
+
+
+def rebuilt(tree: exp.Expression, fn) -> exp.Expression:
+    """A copy of `tree` in which fn(node) stands for each node where it returns another node (its
+    subtree not walked further), in one walk: what `tree.transform(fn)` gives (it walks top-down
+    and prunes at a replaced node), without first copying the whole tree and then walking the
+    copy, which binding the plan's expressions to a step's relations did for every filter and
+    output of every step (a third of a compilation). fn sees the original nodes, must not change them
+    and returns either the node itself or a new one. The copy is made as sqlglot's Expression.__deepcopy__ makes it, less the cached hashes."""
+    new = fn(tree)
+    if new is not tree:
+        return new
+    root = tree.__class__()
+    stack = [(tree, root)]
+    while stack:
+        node, out = stack.pop()
+        if node.comments is not None:
+            out.comments = deepcopy(node.comments)
+        if node._type is not None:
+            out._type = deepcopy(node._type)
+        if node._meta is not None:
+            out._meta = deepcopy(node._meta)
+        for key, value in node.args.items():
+            if isinstance(value, exp.Expression):
+                child = fn(value)
+                if child is value:
+                    child = value.__class__()
+                    stack.append((value, child))
+                out.set(key, child)
+            elif type(value) is list:
+                out.args[key] = []
+                for v in value:
+                    if isinstance(v, exp.Expression):
+                        child = fn(v)
+                        if child is v:
+                            child = v.__class__()
+                            stack.append((v, child))
+                        out.append(key, child)
+                    else:
+                        out.append(key, v)
+            else:
+                out.args[key] = value
+    return root

@@ -43,7 +43,7 @@ def affected_rows(t: AggregateTarget, source: exp.Expression) -> exp.Query:
 
     def rows_of(affected, on) -> exp.Select:
         q = select([exp.Column(this=exp.Star(), table=exp.to_identifier(CACHE_ALIAS, quoted=True))], [source.copy()])
-        return q.join(affected, on=on, join_type="inner")
+        return q.join(affected, on=on, join_type="inner", copy=False)
 
     equal = all_of([eq(col(CACHE_ALIAS, k), col("a", k)) for k in keys])
     if set(keys) <= t.agg.never_null_keys():

@@ -85,7 +85,7 @@ def _signed(t, write, keys: list[str], args: list[str], ids: list[str]) -> Recor
         match = all_of([eq(col("o", i), col(ch, i)) for i in ids])
         olds = [col("o", k) for k in keys] + [num(-1)] + [col("o", a) for a in args]
         news = [col(ch, k) for k in keys] + [num(1)] + [col(ch, a) for a in args]
-        old_rows = select(olds, [t.cache.ref("o")]).join(R.returned(ch), on=match, join_type="inner")
+        old_rows = select(olds, [t.cache.ref("o")]).join(R.returned(ch), on=match, join_type="inner", copy=False)
         return Record(into=t.affected, returning=[col(VIEW_ALIAS, c) for c in dict.fromkeys(keys + args + ids)],
                       body=union_all([select(news, [R.returned(ch)]), old_rows]))
     sign = num(-1) if isinstance(write, DeleteMatching) else num(1)

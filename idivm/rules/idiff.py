@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from sqlglot import exp
+from sqlglot.dialects.postgres import Postgres
 
 from ..algebra.placeholders import PreImage, pre_image, printable
 from ..algebra.tables import TableInfo
@@ -73,7 +74,7 @@ class IDiff:
         return (self.origin,) + self.joined if self.kind == "+" else (self.origin,)
 
     def format(self) -> str:
-        cond = " AND ".join(show(atom(w)) for w in self.where) or "TRUE"
+        cond = " AND ".join(f"({show(w)})" if _connective(w) else show(w) for w in self.where) or "TRUE"
         src = (f"{self.origin}^post ⋉_I Δ[{self.origin}]" if self.semijoined else f"Δ[{self.origin}]")
         src += "".join(f" ⋈ {j}" for j in self.joined)
         src += "".join(f" (as {m})" for m in self.merged)
@@ -95,10 +96,14 @@ def is_not_true(e: exp.Expression) -> exp.Expression:
     return exp.Not(this=exp.Is(this=exp.Paren(this=e.copy()), expression=exp.true()))
 
 
+def _connective(e: exp.Expression) -> bool:
+    return isinstance(e, (exp.Connector, exp.Not))
+
+
 def atom(e: exp.Expression) -> exp.Expression:
     """e, parenthesized if it is a connective: sqlglot renders trees as built, so And(Or(..), ..)
     would print as `a OR b AND c` and change meaning."""
-    return exp.Paren(this=e.copy()) if isinstance(e, (exp.Connector, exp.Not)) else e.copy()
+    return exp.Paren(this=e.copy()) if _connective(e) else e.copy()
 
 
 def conj(es: list[exp.Expression]) -> exp.Expression:
@@ -108,5 +113,12 @@ def conj(es: list[exp.Expression]) -> exp.Expression:
     return exp.Paren(this=out) if len(es) > 1 else out
 
 
+_POSTGRES = Postgres()
+
+
 def show(e: exp.Expression) -> str:
-    return printable(e).sql("postgres")
+    """An expression as derivations print it. Generated without the copy sqlglot's `sql()` takes
+    first (a good part of a compilation's time): the conditions printed here have none of the
+    constructs PostgreSQL's generator rewrites in place (engines/postgres/render.py renders whole
+    programs the same way, and tests/test_stages.py checks that compiling leaves them as they were)."""
+    return _POSTGRES.generate(printable(e), copy=False)

@@ -14,7 +14,7 @@ from ..algebra.placeholders import PreImage
 from ..algebra.plan import BRANCH_COLUMN, IdColumn, Project, conjuncts_below, scans
 from ..algebra.tables import TableInfo
 from ..program import relations as R
-from ..program.trees import alias, col, num, select
+from ..program.trees import alias, col, num, rebuilt, select
 
 DIFF_ALIAS = "d"
 VIEW_ALIAS = "v"
@@ -97,7 +97,7 @@ def bind_with(mapping: dict[str, tuple[str, str]], pre_alias: str | None = None)
         alias_, prefix = mapping[t]
         return col(alias_, f"{prefix}{node.name}")
 
-    return lambda e: e.transform(fn)
+    return lambda e: rebuilt(e, fn)
 
 
 def base_mapping(target: SpjTarget) -> dict[str, tuple[str, str]]:

@@ -101,6 +101,8 @@ def spark_stage(settings: SparkSettings):
         computed = [(o, t) for o, t in zip(every, _spark_texts(text))
                     if (o.step.driven_by is None or inputs.get(o.step.driven_by, (0, 0))[0])
                     and not (o.reads and isinstance(t, UnsupportedQuery))]
+        if not computed:
+            return []
         texts = {id(o): _text(t) for o, t in computed}
         tables = catalog.view_inputs(conn, view_id, reflect=True)
         _sources(tables, [o.query for o, _ in computed])

@@ -24,7 +24,8 @@ def id_program(target: SpjTarget, minimized: bool = True) -> Program:
                 program.derivations.append("\n    ".join(d.trail) + "\n    => ∅ (minimization: provably empty)")
                 continue
             d = m
-            program.derivations.append("\n    ".join(d.trail) + f"\n    => {d.format()}")
-            program.steps.append(idiff_step(target, d, purpose=f"{schema.label()} -> {d.format()}",
+            shown = d.format()  # printing an i-diff's conditions is a good part of a compilation: once
+            program.derivations.append("\n    ".join(d.trail) + f"\n    => {shown}")
+            program.steps.append(idiff_step(target, d, purpose=f"{schema.label()} -> {shown}",
                                             driven_by=target.table_key(schema.scan)))
     return program
