@@ -126,11 +126,17 @@ def rebuilt(tree: exp.Expression, fn) -> exp.Expression:
     copy, which binding the plan's expressions to a step's relations did for every filter and
     output of every step (a third of a compilation). fn sees the original nodes, must not change them
     and returns either the node itself or a new one. The copy is made as sqlglot's Expression.__deepcopy__ makes it, less the cached hashes."""
-    new = fn(tree)
-    if new is not tree:
+    stack: list[tuple[exp.Expression, exp.Expression]] = []
+
+    def copied(node: exp.Expression) -> exp.Expression:
+        """fn's node for `node`, or an empty node of its class, filled when taken off the stack."""
+        new = fn(node)
+        if new is node:
+            new = node.__class__()
+            stack.append((node, new))
         return new
-    root = tree.__class__()
-    stack = [(tree, root)]
+
+    root = copied(tree)
     while stack:
         node, out = stack.pop()
         if node.comments is not None:
@@ -141,22 +147,11 @@ def rebuilt(tree: exp.Expression, fn) -> exp.Expression:
             out._meta = deepcopy(node._meta)
         for key, value in node.args.items():
             if isinstance(value, exp.Expression):
-                child = fn(value)
-                if child is value:
-                    child = value.__class__()
-                    stack.append((value, child))
-                out.set(key, child)
+                out.set(key, copied(value))
             elif type(value) is list:
                 out.args[key] = []
                 for v in value:
-                    if isinstance(v, exp.Expression):
-                        child = fn(v)
-                        if child is v:
-                            child = v.__class__()
-                            stack.append((v, child))
-                        out.append(key, child)
-                    else:
-                        out.append(key, v)
+                    out.append(key, copied(v) if isinstance(v, exp.Expression) else v)
             else:
                 out.args[key] = value
     return root
