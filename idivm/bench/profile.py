@@ -13,7 +13,8 @@ On PostgreSQL a maintenance is one call of the view's compiled functions (the i-
 Δ-script run inside them): --statements instead fills the i-diff instances as maintenance does
 (idivm.prepare_maintenance, the first half) and sends the Δ-script's statements from Python one by
 one, each timed, skipping those the compiled function would skip (an i-diff without the change
-kinds a statement reads), then rolls that back and maintains the view as usual, untimed. --plans also prints each Δ-script statement's plan (its scans and
+kinds a statement reads), then rolls that back and maintains the view as usual, untimed. --plans
+also prints each Δ-script statement's plan (its scans and
 join methods: index lookups from the i-diffs for small batches, hash joins for large ones; issue
 16, item 5), from EXPLAIN run just before the statement, in its transaction.
 """
@@ -32,8 +33,8 @@ import sqlalchemy as sa
 from .. import api
 from ..catalog import repository as catalog
 from ..engines.postgres.render import delta_names, render
-from ..engines.postgres.server_maintenance import view_delta
-from ..program.kinds_needed import ANY_MASK, driving_masks
+from ..engines.postgres.server_maintenance import input_arrays, input_changes, view_delta
+from ..program.kinds_needed import driving_masks
 from ..program.serialize import from_json
 from ..sqltext import run as run_sql
 from .common import machine, parser, print_table, scratch_database, timed_load, write_json
@@ -122,19 +123,17 @@ def _statements_timed(engine: "api.Engine", view_id: int, recorder: "Recorder", 
     Returns the seconds of the recorded part."""
     started = time.perf_counter()
     with engine.sa.connect().execution_options(isolation_level="REPEATABLE READ") as conn, conn.begin() as tx:
-        outcome, inputs, ids = run_sql(
-            conn, "SELECT p.outcome, p.inputs, ARRAY(SELECT vi.captured_table_id FROM idivm.view_inputs AS vi "
-                  "WHERE vi.view_id = %(v)s ORDER BY 1) FROM idivm.prepare_maintenance(%(v)s, true, 'v') AS p",
-            {"v": view_id}).fetchone()
+        outcome, inputs, ids, _, _ = run_sql(
+            conn, f"SELECT p.outcome, p.inputs, {input_arrays('%(v)s')} "
+                  "FROM idivm.prepare_maintenance(%(v)s, true, 'v') AS p", {"v": view_id}).fetchone()
         assert outcome == "ready", outcome
-        changes = {cid: (inputs[1 + 2 * i], inputs[2 + 2 * i]) for i, cid in enumerate(ids)}
+        changes = input_changes(inputs, ids)
         with delta_names(lambda cid: view_delta(view_id, cid)):
             script = render(from_json(catalog.program_of(conn, view_id)))
         recorder.explain = plans
-        for step, text in script:
-            n, kinds = changes.get(step.driven_by, (1, 0)) if step.driven_by is not None else (1, 0)
-            masks = driving_masks(step) if step.driven_by is not None else ANY_MASK
-            if n and (masks == ANY_MASK or kinds in masks):  # as the compiled function's guards (kind_guards.py)
+        for step, text in script:  # skipped as the compiled function's guards skip (kind_guards.py): a
+            # driving i-diff's kind mask is 0 when it is empty, and in ANY_MASK whenever it is not
+            if step.driven_by not in changes or changes[step.driven_by][1] in driving_masks(step):
                 run_sql(conn, text)
         recorder.explain = False
         tx.rollback()

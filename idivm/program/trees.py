@@ -125,7 +125,8 @@ def rebuilt(tree: exp.Expression, fn) -> exp.Expression:
     and prunes at a replaced node), without first copying the whole tree and then walking the
     copy, which binding the plan's expressions to a step's relations did for every filter and
     output of every step (a third of a compilation). fn sees the original nodes, must not change them
-    and returns either the node itself or a new one. The copy is made as sqlglot's Expression.__deepcopy__ makes it, less the cached hashes."""
+    and returns either the node itself or a new one. The copy is made as sqlglot's
+    Expression.__deepcopy__ makes it, less the cached hashes."""
     stack: list[tuple[exp.Expression, exp.Expression]] = []
 
     def copied(node: exp.Expression) -> exp.Expression:

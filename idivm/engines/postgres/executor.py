@@ -34,7 +34,7 @@ from ...catalog import repository as catalog
 from ...names import counted, display_name
 from ...sqltext import run
 from .maintenance_lock import LOCK_CLASS
-from .server_maintenance import ATTEMPTS, RESULT, input_arrays
+from .server_maintenance import ATTEMPTS, RESULT, input_arrays, input_changes
 
 __all__ = ["LOCK_CLASS", "MaintenanceReport", "Stage", "maintain_view", "run_maintenance"]
 
@@ -224,8 +224,7 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
             params, report.view)
         result = None
         if outcome == "ready":
-            changes = {cid: (inputs[1 + 2 * i], inputs[2 + 2 * i]) for i, cid in enumerate(ids)}
-            staged = stage(conn, view_id, changes, report) if inputs[0] else []
+            staged = stage(conn, view_id, input_changes(inputs, ids), report) if inputs[0] else []
             outcome, message, result = _call(
                 conn, "SELECT f.outcome, f.message, f.figures FROM idivm.finish_maintenance(%(v)s, %(shown)s, "
                       "CAST(%(inputs)s AS bigint[]), %(snapshot)s, %(page_cost)s, %(began)s, %(ms)s, "

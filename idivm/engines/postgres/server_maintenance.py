@@ -73,14 +73,16 @@ from .render import SCRATCH_TRUNCATE_BYTES, Rendered, delta_names, render_parts,
 REPORT_TYPE = qualified("idivm", "maintenance_report")
 
 
-def idiffs_function(view_id: int) -> str:
-    """The qualified name of the per-view function that fills the view's i-diff instances."""
-    return qualified("idivm", f"idiffs_{int(view_id)}")
+def _view_functions(view_id: int) -> list[tuple[str, list[tuple[str, str]], str]]:
+    """Each view's compiled functions as (qualified name, arguments as (name, type), result type):
+    idiffs_<id> fills the view's i-diff instances, apply_<id> runs its Δ-script over them."""
+    return [(qualified("idivm", f"idiffs_{int(view_id)}"), [("idivm_snapshot", "text")], "bigint[]"),
+            (qualified("idivm", f"apply_{int(view_id)}"), [("idivm_inputs", "bigint[]"), ("idivm_staged", "int[]")],
+             "float8[]")]
 
 
-def apply_function(view_id: int) -> str:
-    """The qualified name of the per-view function that runs the view's Δ-script over them."""
-    return qualified("idivm", f"apply_{int(view_id)}")
+def _signature(name: str, arguments: list[tuple[str, str]]) -> str:
+    return f"{name}({', '.join(t for _, t in arguments)})"
 
 
 def view_delta(view_id: int, captured_id: int) -> str:
@@ -103,6 +105,13 @@ def input_arrays(view_id: str) -> str:
         f"WHERE vi.view_id = {view_id} ORDER BY c.id)" for col in ("id", "schema_name", "table_name"))
 
 
+def input_changes(inputs: list[int], ids: list[int]) -> dict[int, tuple[int, int]]:
+    """What idiffs_<id> returned (ARRAY[changes, then each input's changes and kind mask]), by
+    captured id: (effective changes, kind mask). `ids`: the inputs' captured ids in captured id
+    order (input_arrays' first item)."""
+    return {cid: (inputs[1 + 2 * i], inputs[2 + 2 * i]) for i, cid in enumerate(ids)}
+
+
 _COUNT = ("      GET DIAGNOSTICS idivm_n = ROW_COUNT; idivm_touched := idivm_touched + greatest(idivm_n, 0); "
           "idivm_statements := idivm_statements + 1;")
 
@@ -112,7 +121,8 @@ def _counted(r: Rendered) -> str:
     session, as immediate mode's), EXECUTE (planned for the round's sizes) in a large one; the
     ANALYZE of a temp table it filled after it."""
     static = "\n".join("        " + line for line in f"{r.write};".splitlines())
-    out = f"      IF idivm_small THEN\n{static}\n      ELSE\n        EXECUTE {string_literal(r.write)};\n      END IF;\n{_COUNT}"
+    out = (f"      IF idivm_small THEN\n{static}\n      ELSE\n        EXECUTE {string_literal(r.write)};\n"
+           f"      END IF;\n{_COUNT}")
     if r.analyze is not None:
         out += f"\n      {r.analyze};"
     return out
@@ -206,8 +216,8 @@ def apply_body(view_id: int, inputs: list[int], rendered: list[tuple[Step, Rende
     again, so that the kept plans stay those of small rounds."""
     # every variable is prefixed: the Δ-script's static statements could name a column "n" or "changes"
     declare = ["idivm_n bigint;", "idivm_statements bigint := 0;", "idivm_touched bigint := 0;",
-               f"idivm_small boolean := idivm_inputs[1] <= {SMALL_CHANGES};", "idivm_mark timestamptz := clock_timestamp();",
-               "idivm_cache_ms float8 := 0;", "idivm_view_ms float8 := 0;"]
+               f"idivm_small boolean := idivm_inputs[1] <= {SMALL_CHANGES};",
+               "idivm_mark timestamptz := clock_timestamp();", "idivm_cache_ms float8 := 0;", "idivm_view_ms float8 := 0;"]
     for i, cid in enumerate(inputs):
         declare += [f"idivm_changed_{cid} bigint := idivm_inputs[{2 + 2 * i}];",
                     f"idivm_kinds_{cid} int := idivm_inputs[{3 + 2 * i}];"]
@@ -262,18 +272,16 @@ def install_view_function(conn: Connection, view_id: int, program: Program | Non
         staged = {id(o.step): (k, render_parts(o.rewrite(staged_name(k))))
                   for k, o in enumerate(offloads(program.ordered()))}
     shown = display_name(row.schema_name, row.view_name)
-    for name, arguments, result, body in (
-            (idiffs_function(view_id), "idivm_snapshot text", "bigint[]", idiffs_body(view_id, shown, inputs)),
-            (apply_function(view_id), "idivm_inputs bigint[], idivm_staged int[]", "float8[]",
-             apply_body(view_id, [cid for cid, _, _ in inputs], rendered, staged))):
-        run(conn, f"CREATE OR REPLACE FUNCTION {name}({arguments}) RETURNS {result} "
+    bodies = [idiffs_body(view_id, shown, inputs), apply_body(view_id, [cid for cid, _, _ in inputs], rendered, staged)]
+    for (name, arguments, result), body in zip(_view_functions(view_id), bodies):
+        run(conn, f"CREATE OR REPLACE FUNCTION {name}({', '.join(f'{a} {t}' for a, t in arguments)}) RETURNS {result} "
                   f"LANGUAGE plpgsql SET client_min_messages = warning AS {string_literal(body)}")
-        run(conn, f"REVOKE ALL ON FUNCTION {name}({', '.join(a.split()[1] for a in arguments.split(', '))}) FROM PUBLIC")
+        run(conn, f"REVOKE ALL ON FUNCTION {_signature(name, arguments)} FROM PUBLIC")
 
 
 def drop_view_function(conn: Connection, view_id: int) -> None:
-    run(conn, f"DROP FUNCTION IF EXISTS {idiffs_function(view_id)}(text)")
-    run(conn, f"DROP FUNCTION IF EXISTS {apply_function(view_id)}(bigint[], int[])")
+    for name, arguments, _ in _view_functions(view_id):
+        run(conn, f"DROP FUNCTION IF EXISTS {_signature(name, arguments)}")
 
 
 def install_all_view_functions(conn: Connection) -> None:
@@ -288,8 +296,8 @@ def install_all_view_functions(conn: Connection) -> None:
 # truncated or rewritten after the last one (each attempt waits for that DDL to commit first).
 ATTEMPTS = 10
 
-# The start of every deferred maintenance, whoever runs it (prepare_maintenance): the view's catalog row locked, immediate views
-# skipped, stale ones refused with the CLI's message, and its input tables held (ACCESS SHARE).
+# The start of every deferred maintenance, whoever runs it (prepare_maintenance): the view's
+# catalog row locked, immediate views skipped, stale ones refused with the CLI's message, and its input tables held (ACCESS SHARE).
 # TRUNCATE and the ALTER TABLE forms that rewrite a table are not MVCC-safe: if one committed after
 # this transaction's snapshot and before its lock, the snapshot reads that table as empty while
 # the window of the logs misses the DDL's changes. The lock makes any later one wait for this

@@ -161,7 +161,9 @@ class HigherOrderTarget:
         t = self.translation
         lines = ["view in AGCA:"]
         lines += [f"  {name} := {show(q)}" for name, q in t.maps.items()]
-        if t.nesting is not None:  # nesting.py: the view re-evaluated from its maps (VLDBJ'14 Figure 1's rule 4: nested aggregates materialized on their own)
+        # nesting.py: the view re-evaluated from its maps (VLDBJ'14 Figure 1's rule 4: nested
+        # aggregates materialized on their own)
+        if t.nesting is not None:
             for i, n in enumerate(t.nesting.nested):
                 corr = " AND ".join(_placeholders(c) for c in n.correlation) or "TRUE"
                 lines.append(f"  {n.var} := Sum[]({t.nested_map(i)}({', '.join(n.keys)}) * [{corr}])")
