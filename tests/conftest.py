@@ -34,6 +34,13 @@ os.environ.setdefault("IDIVM_SPARK_CONF",
                       f"spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 spark.sql.shuffle.partitions=2 {CODEGEN_OFF}")
 
 
+# No JIT in the tests' sessions (PGOPTIONS reaches every libpq connection, the CLI's too): their tables
+# are small and never analyzed, so the planner's guesses for a recomputation or a fill over a few of
+# them pass jit_above_cost, and compiling such a query took longer than running it (docs/benchmarks.md,
+# "The test suite"). The maintenance functions run without JIT anyway (server_maintenance.py).
+os.environ["PGOPTIONS"] = f"{os.environ.get('PGOPTIONS', '')} -c jit=off".strip()
+
+
 # A test process compiles thousands of views, and every sqlglot tree is a reference cycle (each node
 # points at its parent), so each registration's trees are freed only by the collector and many
 # outlive a young generation: Python's default thresholds then ran a full collection of the

@@ -21,10 +21,6 @@ def assert_equal_multiset(conn, view: str, sql: str, columns: list[str]) -> int:
     """Assert and return the view's size; on failure show the differing rows."""
     with conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        # the tests' tables are small and never analyzed: the planner's guesses for a query over a
-        # few of them pass jit_above_cost, and compiling the recomputation took longer than running
-        # it (docs/benchmarks.md, "The test suite")
-        conn.execute("SET LOCAL jit = off")
         got, want = view_rows(conn, view, columns), query_rows(conn, sql, columns)
     missing, extra = want - got, got - want
     assert not missing and not extra, f"view {view} differs: missing {dict(missing)}, extra {dict(extra)}"

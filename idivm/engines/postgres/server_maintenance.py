@@ -257,7 +257,11 @@ def install_view_function(conn: Connection, view_id: int, program: Program | Non
     """(Re)create idivm.idiffs_<id> and idivm.apply_<id> from the view's Δ-program and inputs (at
     registration, rebuild and upgrade). A view whose base table is gone gets none: it is stale until
     refreshed. `program`: the program registration just built and stored (reading it back from its
-    JSON cost a registration a large share of its time)."""
+    JSON cost a registration a large share of its time).
+
+    Without JIT: the statements read the i-diff instances and Δ tables, temporary and never
+    analyzed, whose guessed sizes pass jit_above_cost for a batch of a few rows; compiling the plans
+    then costs more than running them (docs/benchmarks.md, "Measurements behind the code")."""
     row = catalog.view_by_id(conn, view_id)
     if program is None:
         program = from_json(catalog.program_of(conn, view_id))
@@ -275,7 +279,7 @@ def install_view_function(conn: Connection, view_id: int, program: Program | Non
     bodies = [idiffs_body(view_id, shown, inputs), apply_body(view_id, [cid for cid, _, _ in inputs], rendered, staged)]
     for (name, arguments, result), body in zip(_view_functions(view_id), bodies):
         run(conn, f"CREATE OR REPLACE FUNCTION {name}({', '.join(f'{a} {t}' for a, t in arguments)}) RETURNS {result} "
-                  f"LANGUAGE plpgsql SET client_min_messages = warning AS {string_literal(body)}")
+                  f"LANGUAGE plpgsql SET client_min_messages = warning SET jit = off AS {string_literal(body)}")
         run(conn, f"REVOKE ALL ON FUNCTION {_signature(name, arguments)} FROM PUBLIC")
 
 
