@@ -37,6 +37,7 @@ one deferred maintenance path runs the rest.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Callable
 
 from sqlglot import exp
@@ -59,9 +60,15 @@ class Offload:
     """One step's query that another engine computes, and how the step reads its rows instead."""
 
     step: Step
-    query: exp.Query
+    # the query, built on first use: installing the maintenance functions needs only `rewrite`, and
+    # a delete's query copies its USING list (the tuple strategy's pre-states, 2^(n-1) branches)
+    build: Callable[[], exp.Query]
     rewrite: Callable[[str], Step]  # the step reading the rows staged in the named scratch relation
     reads: frozenset = frozenset()  # relations the program maintains that the query reads (optional offload)
+
+    @cached_property
+    def query(self) -> exp.Query:
+        return self.build()
 
 
 def _computable(rels: list[R.Relation], written: set | None = None) -> bool:
@@ -79,7 +86,8 @@ def _from_source(step: InsertRows | AddToMap, written: set) -> Offload | None:
     if not _computable(rels, written):
         return None
     reads = frozenset(rel for rel in rels if rel.kind == R.VIEW)
-    return Offload(step, step.source, lambda name: replace(step, source=select([exp.Star()], [R.scratch(name)])), reads)
+    return Offload(step, lambda: step.source, lambda name: replace(step, source=select([exp.Star()], [R.scratch(name)])),
+                   reads)
 
 
 def _names(e: exp.Expression, table: str) -> bool:
@@ -109,7 +117,6 @@ def _from_matching(step: DeleteMatching | UpdateMatching) -> Offload | None:
                 needed.append((c.table, c.name))
     names = {ref: f"c{i}" for i, ref in enumerate(needed)}
     outputs = [alias(col(t, n), names[(t, n)]) for t, n in needed] or [alias(num(1), "c0")]
-    query = select(outputs, [item.copy() for item in step.using], [c.copy() for c in local])
 
     def staged(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.Column) and (node.table, node.name) in names:
@@ -125,7 +132,7 @@ def _from_matching(step: DeleteMatching | UpdateMatching) -> Offload | None:
             out = replace(out, record=replace(step.record, returning=[e.transform(staged) for e in returning]))
         return out
 
-    return Offload(step, query, rewrite)
+    return Offload(step, lambda: select(outputs, [item.copy() for item in step.using], [c.copy() for c in local]), rewrite)
 
 
 def offload(step: Step, written: set | None = None) -> Offload | None:
