@@ -15,7 +15,7 @@ from .catalog import repository as catalog
 from .catalog.migrate import HEAD, catalog_installed, catalog_revision
 from .dsn import resolve_dsn, sqlalchemy_url
 from .errors import DatabaseUnavailable, IdivmError, Stale, UnknownObject, first_line
-from .frontend.build_plan import parse_one
+from .frontend.driver import parse_one
 from .engines import AUTO, ENGINES
 from .engines.postgres.grants import grant_select
 from .engines.postgres.materialize import create_as, differences
@@ -27,8 +27,10 @@ from .operate.explain import explain_query, explain_unminimized, explain_view
 from .operate.policy import DEFAULT, Policy, notify_threshold, policy_of
 from .operate.view_files import Change, plan_folder
 from .operate.install import install_or_upgrade, uninstall
-from .operate.registration import (OwnTransactions, Request, check_mode, drop, query_errors, rebuild, register,
-                                   switch_mode)
+from .operate.mode_switch import switch_mode
+from .operate.rebuild import query_errors, rebuild
+from .operate.registration import Request, check_mode, drop, register
+from .operate.transactions import OwnTransactions
 from .operate.status import ViewStatus, view_statuses
 from .names import display_name, parse_name
 

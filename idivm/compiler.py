@@ -14,12 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .algebra.plan import base_tables
-from .frontend.build_plan import CompiledView, compile_view_sql
+from .frontend.build_plan import CompiledView
+from .frontend.driver import compile_view_sql
 from .frontend.schema import SchemaProvider
 from .program.bind import bind
 from .program.steps import Program
 from .strategies.choose import AUTO, resolve_auto
-from .strategies.targets import bind_target, build_program, make_target
+from .strategies.targets import bind_target, compile_target
 
 ColumnTypes = Callable[[object], list[int]]  # a query tree -> the type OIDs of its columns
 
@@ -51,15 +52,13 @@ class Compilation:
 
 
 def compile_view(sql: str, schema: SchemaProvider, strategy: str, column_types: ColumnTypes | None = None,
-                 minimized: bool = True, view: CompiledView | None = None) -> Compilation:
+                 minimized: bool = True) -> Compilation:
     """Compile `sql` under `strategy` (auto: the first strategy that maintains it, strategies/choose.py).
-    UnsupportedQuery (and the frontend's errors) refuse the view, with one line naming the construct.
-    `view`: the frontend's result, when the caller has it already."""
-    view = view or compile_view_sql(schema, sql)
+    UnsupportedQuery (and the frontend's errors) refuse the view, with one line naming the construct."""
+    view = compile_view_sql(schema, sql)
 
     def attempt(name: str):
-        target = make_target(view.plan, name, column_types=column_types, definition=sql)
-        return target, build_program(target, name, minimized)
+        return compile_target(view.plan, name, column_types, sql, minimized)
 
     why = None
     if strategy == AUTO:

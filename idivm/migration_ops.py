@@ -21,7 +21,8 @@ from alembic.operations import MigrateOperation, Operations
 from .catalog.migrate import catalog_installed
 from .errors import IdivmError, UnknownObject
 from .operate.install import install_or_upgrade
-from .operate.registration import CallerTransaction, Request, drop, register
+from .operate.registration import Request, drop, register
+from .operate.transactions import CallerTransaction
 from .catalog import repository as catalog
 from .names import parse_name
 from .engines.postgres.materialize import create_as

@@ -145,7 +145,8 @@ def test_registration_in_a_callers_older_snapshot_refuses(fresh_db, engine, tabl
 
     from idivm.errors import IdivmError
     from idivm.engines.postgres.materialize import create_as
-    from idivm.operate.registration import CallerTransaction, Request, register
+    from idivm.operate.registration import Request, register
+    from idivm.operate.transactions import CallerTransaction
 
     with engine.sa.connect().execution_options(isolation_level="REPEATABLE READ") as conn:
         with conn.begin():

@@ -79,7 +79,7 @@ def test_registration_stores_the_compilers_program_bound_to_the_views_ids(engine
     """Registration compiles once and binds (compiler.py, program/bind.py): what a view stores is
     exactly the program a dry run compiles, its symbolic names bound to the view's ids."""
     from idivm.catalog import repository as catalog
-    from idivm.operate.registry import compile_in
+    from idivm.operate.compile_in import compile_in
     from idivm.program.serialize import to_json
 
     db.execute("CREATE TABLE parts (pid int PRIMARY KEY, sid int NOT NULL, price int NOT NULL)")

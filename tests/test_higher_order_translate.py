@@ -13,7 +13,7 @@ import pytest
 
 from idivm.calculus.evaluate import evaluate
 from idivm.errors import UnsupportedQuery
-from idivm.frontend.build_plan import compile_view_sql
+from idivm.frontend.driver import compile_view_sql
 from idivm.introspect.provider import PostgresSchema
 from idivm.strategies.higher_order.scope import SlotValue, Variable
 from idivm.strategies.higher_order.translate import translate

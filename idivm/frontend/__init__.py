@@ -1,4 +1,4 @@
 """Frontend: SQL text (or a SQLAlchemy Select) -> a logical plan over reflected base tables."""
-from .build_plan import compile_view_sql
+from .driver import compile_view_sql
 
 __all__ = ["compile_view_sql"]

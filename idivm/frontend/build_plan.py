@@ -1,18 +1,17 @@
-"""SQL text -> logical plan (Project over Select over left-deep inner Joins of Scans).
+"""A view's checked SELECTs -> its logical plan with IDs (Project over Select over left-deep inner
+Joins of Scans; a Union of such branches; an Aggregate over either as its cache).
 
-sqlglot parses, qualifies every column with its scan alias (expanding *,
-USING and NATURAL joins), and merges SPJ subqueries in FROM into the outer
-query; we never hand-parse SQL.
+Each SELECT is qualified with sqlglot against the schema provider (every column with its scan
+alias, expanding *, USING and NATURAL joins), its SPJ subqueries in FROM are merged into it, and
+its EXISTS / IN subqueries extracted; the stages before this are driver.py's.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import OptimizeError, ParseError
+from sqlglot.errors import OptimizeError
 from sqlglot.optimizer.merge_subqueries import merge_subqueries
-from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
@@ -21,16 +20,13 @@ from ..algebra.ids import infer_ids
 from ..algebra.ids import hidden_name
 from ..algebra.placeholders import cache_column
 from ..algebra.plan import Aggregate, Join, Node, Project, Scan, Select, Union, scans
-from ..errors import IdivmError, UnknownObject, UnsupportedQuery
-from .aggregate_subqueries import fold_aggregate_subquery
+from ..errors import UnknownObject, UnsupportedQuery
 from .aggregates import build_aggregate, has_aggregation
-from .checks import check_comparable, check_constructs, check_deterministic, check_statement, drop_ignored_order, refuse, union_branches
+from .checks import refuse
+from .schema_checks import check_comparable, check_deterministic
 from .clauses import conjuncts, from_item, where_conjuncts
-from .ctes import inline_ctes
-from .parse_errors import describe
 from .outer_joins import expand as expand_outer_joins, guard_derived_outputs, has_outer_join, merge_filtered_sides
 from .semijoins import extract_having_subqueries, extract_subqueries
-from .setops import reduce_set_difference
 from .schema import SchemaProvider
 from ..algebra.tables import TableInfo
 
@@ -52,21 +48,6 @@ class CompiledView:
         return self.plan.cache if isinstance(self.plan, Aggregate) else self.plan
 
 
-def parse_one(sql: str) -> exp.Expression:
-    try:
-        statements = [s for s in sqlglot.parse(sql, read="postgres") if s is not None]
-    except ParseError as e:
-        raise IdivmError(f"could not parse the view's SQL: {describe(sql, e)}") from None
-    if len(statements) != 1:
-        raise IdivmError(f"a view is defined by exactly one SELECT statement, got {len(statements)} statements")
-    return statements[0]
-
-
-def ignored_clauses(sql: str) -> list[str]:
-    """Notices about what the view's definition says that a maintained view ignores (explain shows them)."""
-    return drop_ignored_order(parse_one(sql))[1]
-
-
 def _require_names(select: exp.Select) -> None:
     for e in select.expressions:
         if isinstance(e, (exp.Alias, exp.Column, exp.Star)):
@@ -76,45 +57,16 @@ def _require_names(select: exp.Select) -> None:
         )
 
 
-def _refuse_unsupported(tree: exp.Expression) -> exp.Expression:
-    check_constructs(tree)
-    return tree
-
-
-def _drop_order(tree: exp.Expression) -> exp.Expression:
-    return drop_ignored_order(tree)[0]
-
-
-def _normalize(tree: exp.Expression) -> exp.Expression:
-    return normalize_identifiers(tree, dialect="postgres")
-
-
-# The whole-statement rewrites, in order, each a function from tree to tree (the shape of sqlglot's
-# optimizer RULES); each SELECT is then qualified against the schema provider, its subqueries in FROM
-# merged and its EXISTS / IN subqueries extracted (_compile_select).
-REWRITES = (
-    _refuse_unsupported,  # one refusal naming any construct no rewrite handles (checks.py)
-    _drop_order,  # a top-level ORDER BY means nothing for a stored table (explain notes it)
-    _normalize,  # unquoted identifiers fold to lower case, as PostgreSQL folds them
-    inline_ctes,  # non-recursive WITH (ctes.py)
-    reduce_set_difference,  # L EXCEPT / INTERSECT R -> SELECT DISTINCT L ... [NOT] EXISTS R (setops.py)
-    fold_aggregate_subquery,  # an aggregating subquery in FROM -> a grouped view (aggregate_subqueries.py)
-)
-
-
-def compile_view_sql(schema: SchemaProvider, sql: str) -> CompiledView:
-    tree = parse_one(sql)
-    for rewrite in REWRITES:
-        tree = rewrite(tree)
-    union = union_branches(tree)
-    if union is None:
-        plan, aliases = _compile_select(schema, check_statement(tree), first=True)
+def build_view(schema: SchemaProvider, sql: str, selects: list[exp.Select], distinct: bool | None) -> CompiledView:
+    """The view's plan from its checked SELECTs (checks.checked_branches): one SELECT (distinct is
+    None), or the branches of a UNION [ALL]."""
+    if distinct is None:
+        plan, aliases = _compile_select(schema, selects[0], first=True)
         return CompiledView(sql=sql, plan=plan, tables=aliases)
-    selects, distinct = union
     branches: list[Project] = []
     aliases: dict[str, TableInfo] = {}
     for k, branch in enumerate(selects, 1):
-        plan, more = _compile_select(schema, check_statement(branch), first=k == 1)
+        plan, more = _compile_select(schema, branch, first=k == 1)
         aliases.update(more)
         if isinstance(plan, Union):
             raise refuse("outer joins inside a UNION branch")
@@ -139,6 +91,8 @@ def compile_view_sql(schema: SchemaProvider, sql: str) -> CompiledView:
     agg = Aggregate(cache=Union(branches=branches), keys=keys,
                     outputs=[(n, cache_column(k)) for n, k in zip(names, keys)])
     return CompiledView(sql=sql, plan=agg, tables=aliases)
+
+
 
 
 def _merge_joined_subqueries(tree: exp.Select) -> exp.Select:

@@ -10,7 +10,7 @@ from ..algebra.plan import format_plan
 from ..catalog import repository as catalog
 from ..engines.postgres.render import format_rendered
 from ..engines.spark.executor import spark_plan
-from ..frontend.build_plan import ignored_clauses
+from ..frontend.driver import ignored_clauses
 from ..names import display_name
 from ..program.printer import format_program
 from ..program.serialize import from_json
@@ -18,7 +18,8 @@ from ..program.steps import Program
 from ..strategies.higher_order.target import STRATEGY as HIGHER_ORDER
 from ..strategies.targets import diff_schemas_of
 from .engine_choice import engine_summary
-from .registry import compile_in, compile_program
+from .compile_in import compile_in
+from .registry import compile_program
 from .summary import compilation_summary, summary
 
 

@@ -9,6 +9,9 @@ privileges granted on the views (engines/postgres/grants.py) and the indexes add
 """
 from __future__ import annotations
 
+import contextlib
+from typing import Iterator
+
 import psycopg
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -20,7 +23,7 @@ from ..engines.postgres.grants import restore_grants, saved_grants
 from ..engines.postgres.indexes import restore_indexes, saved_indexes
 from ..engines.postgres.materialize import Fill
 from ..errors import IdivmError, first_line
-from ..frontend.build_plan import compile_view_sql
+from ..frontend.driver import compile_view_sql
 from ..introspect.provider import PostgresSchema
 from ..introspect.session import current_schema
 from ..names import display_name, storage_table
@@ -28,6 +31,7 @@ from .dependencies import dependency_order, edges
 from .view_files import tables_named
 from .policy import notify_threshold
 from .registry import drop_locked, drop_unread_capture, make_immediate_locked, readers_closure, register_locked
+from .transactions import Transactions
 
 Wanted = dict[int, tuple[str, str, str, bool]]  # view id -> (definition, strategy, mode, minimized)
 
@@ -98,3 +102,24 @@ def query_failed(e: psycopg.Error) -> None:
         raise IdivmError(f"PostgreSQL could not evaluate the view's query: {first_line(e)}") from None
     if state == "42":  # e.g. UNION branches of unmatched types
         raise IdivmError(f"PostgreSQL rejected the view's query: {first_line(e)}") from None
+
+
+def rebuild(tx: Transactions, row: sa.Row, fill: Fill, verb: str, new: Wanted | None = None) -> list[str]:
+    """Rebuild a view and the views over it (operate/rebuild.py), those named in `new` as it says,
+    in one transaction; returns the rebuilt views' names, inputs first. `verb` names the work in
+    errors."""
+    with tx.reading() as conn:
+        chain, wanted, tables = rebuild_plan(conn, row, verb, new)
+    with query_errors(), tx.writers_blocked(tables, [(r.schema_name, r.view_name) for r in chain]) as conn:
+        rebuild_locked(conn, row, chain, wanted, fill, verb)
+    return [display_name(r.schema_name, r.view_name) for r in chain]
+
+
+@contextlib.contextmanager
+def query_errors() -> Iterator[None]:
+    """An error of the view's own query while filling it, as one line naming it."""
+    try:
+        yield
+    except psycopg.Error as e:
+        query_failed(e)
+        raise

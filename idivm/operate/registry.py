@@ -14,33 +14,24 @@ from ..catalog import repository as catalog
 from ..engines.postgres import immediate
 from ..engines.postgres.view_relation import create_view_relation, drop_view_relation
 from ..engines.postgres.materialize import Fill, create_as, create_tables, drop_table
-from ..engines.postgres.render import sql as pg_sql
 from ..engines.postgres.server_maintenance import drop_view_function, install_view_function
 from ..errors import IdivmError, UnknownObject
-from ..compiler import Compilation, compile_view
-from ..frontend.build_plan import CompiledView, parse_one
+from ..compiler import Compilation
+from ..frontend.driver import parse_one
 from ..introspect.provider import PostgresSchema
 from ..introspect.reflect import own_equality_columns, still_as_reflected
 from ..introspect.session import relation_exists, schema_exists
 from ..names import display_name, own_table, storage_table
 from ..program.serialize import targets, to_json
 from ..program.steps import written_tables
-from ..sqltext import column_types, qualified
+from ..sqltext import qualified
 from ..strategies.higher_order.target import HigherOrderTarget
 from ..strategies.targets import diff_schemas_of
+from .compile_in import compile_in
 from .dependencies import dependency_order, edges
 from .policy import notify_threshold
 
 MODES = ("deferred", "immediate")
-
-
-def compile_in(conn: Connection, sql: str, strategy: str, minimized: bool = True,
-               view: CompiledView | None = None) -> Compilation:
-    """The view compiled against the database's schema as `conn` sees it (compiler.py): nothing is
-    written; the database answers the schema provider's questions and the column types the
-    strategies ask for."""
-    return compile_view(sql, PostgresSchema(conn), strategy, column_types=lambda q: column_types(conn, pg_sql(q)),
-                        minimized=minimized, view=view)
 
 
 def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy: str, minimized: bool,

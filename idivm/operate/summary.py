@@ -19,7 +19,7 @@ from ..algebra.plan import Aggregate
 from ..catalog import repository as catalog
 from ..compiler import Compilation
 from ..errors import IdivmError
-from ..frontend.build_plan import compile_view_sql
+from ..frontend.driver import compile_view_sql
 from ..introspect.provider import PostgresSchema
 from ..introspect.session import relation_bytes, row_count
 from ..names import counted, display_name, size_text, storage_table

@@ -14,17 +14,20 @@ readers first.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import sqlalchemy as sa
+import sqlglot
+import sqlglot.errors
 from sqlalchemy.engine import Connection
 from sqlglot import exp
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from ..catalog import repository as catalog
 from ..errors import IdivmError
-from ..frontend.build_plan import compile_view_sql, parse_one
+from ..frontend.driver import compile_view_sql, parse_one
 from ..introspect.provider import PostgresSchema
 from ..introspect.session import current_schema
 from ..names import display_name, parse_name
@@ -107,11 +110,15 @@ def _header(path: Path, text: str) -> tuple[dict[str, str], str]:
 
 def normalized(sql: str) -> str:
     """A query's text as sqlglot prints it, unquoted names folded as PostgreSQL folds them and
-    without comments: the same for two texts that differ only in layout, case or comments."""
+    without comments: the same for two texts that differ only in layout, case or comments (a
+    stored definition that no longer parses compares by its text)."""
     try:
-        return normalize_identifiers(parse_one(sql), dialect="postgres").sql("postgres", comments=False)
-    except IdivmError:  # a stored definition that no longer parses compares by its text
+        tree = sqlglot.parse(sql, read="postgres")[0]
+    except sqlglot.errors.ParseError:
         return sql
+    if tree is None:
+        return sql
+    return normalize_identifiers(tree, dialect="postgres").sql("postgres", comments=False)
 
 
 def tables_named(sql: str, current_schema: str) -> set[tuple[str, str]]:
@@ -154,18 +161,20 @@ def plan_folder(conn: Connection, directory: Path, prune: bool) -> list[Change]:
 
 def _difference(conn: Connection, row: sa.Row, f: ViewFile) -> str:
     """Why a registered view differs from its file ("" when it does not)."""
-    return what_differs(conn, row, f.sql, f.strategy, f.mode, lambda: compile_view_sql(PostgresSchema(conn), f.sql).plan)
+    return what_differs(conn, row, f.sql, f.strategy, f.mode,
+                        lambda: choose_strategy(compile_view_sql(PostgresSchema(conn), f.sql).plan)[0])
 
 
-def what_differs(conn: Connection, row: sa.Row, sql: str, strategy: str, mode: str, plan) -> str:
+def what_differs(conn: Connection, row: sa.Row, sql: str, strategy: str, mode: str,
+                 auto_choice: Callable[[], str]) -> str:
     """Why a registered view differs from a declaration ("" when it does not): its query (as
     parsed), its strategy (auto: none if auto chose the registered one, else what auto would
-    choose first for `plan()` now), or only its mode (the reason then starts with "mode")."""
+    choose now, `auto_choice()`), or only its mode (the reason then starts with "mode")."""
     if normalized(row.definition) != normalized(sql):
         return "its query changed"
     if strategy == AUTO:
         chosen = any(d.startswith(f"strategy auto: {row.strategy},") for d in catalog.derivations(conn, row.id))
-        strategy = row.strategy if chosen else choose_strategy(plan())[0]
+        strategy = row.strategy if chosen else auto_choice()
     if strategy != row.strategy:
         return f"strategy {row.strategy} -> {strategy}"
     if mode != row.mode:

@@ -28,20 +28,30 @@ from .tuple import tuple_program
 from ..rules.union import UnionTarget
 
 
-def make_target(plan, strategy: str, column_types=None, definition: str | None = None, part: str = SELF):
-    """The view's target, its own tables named symbolically (names.own_table): nothing here knows a
-    catalog id. column_types(query) -> type OIDs of a query's columns: lets a grouped view use the
-    specialized SUM/COUNT/AVG rules when its arguments are exact numbers (without it, the general
-    rule), and tells the higher-order strategy which sums it can keep exactly. `definition`: the
-    view's SQL (the higher-order strategy types its table by it)."""
+def compile_target(plan, strategy: str, column_types=None, definition: str | None = None,
+                   minimized: bool = True) -> tuple[object, Program]:
+    """The view's target and Δ-program under a strategy, its own tables named symbolically
+    (names.own_table): nothing here knows a catalog id. column_types(query) -> type OIDs of a
+    query's columns: lets a grouped view use the specialized SUM/COUNT/AVG rules when its
+    arguments are exact numbers (without it, the general rule), and tells the higher-order
+    strategy which sums it can keep exactly. `definition`: the view's SQL (the higher-order
+    strategy types its table by it)."""
+    if strategy != HIGHER_ORDER:
+        target = make_target(plan, strategy, column_types)
+        return target, build_program(target, strategy, minimized)
+    schema, name = own_table(None, SELF)
+    target = make_higher_order_target(schema, name, plan, definition or "", _sum_types(plan, column_types))
+    return target, higher_order_program(target)
+
+
+def make_target(plan, strategy: str, column_types=None, part: str = SELF):
+    """A first-order strategy's target for the plan (compile_target)."""
     schema, name = own_table(None, part)
     nested = any(sq.scalar is not None for p in walk(plan.cache if isinstance(plan, Aggregate) else plan)
                  if isinstance(p, Project) for sq in p.subqueries)
-    if strategy != HIGHER_ORDER and (nested or (isinstance(plan, Aggregate) and plan.having_subqueries)):
+    if nested or (isinstance(plan, Aggregate) and plan.having_subqueries):
         raise UnsupportedQuery("a scalar subquery compared in WHERE or HAVING (a nested aggregate) is maintained "
                                "only by --strategy higher-order (or auto)")
-    if strategy == HIGHER_ORDER:
-        return make_higher_order_target(schema, name, plan, definition or "", _sum_types(plan, column_types))
     if isinstance(plan, Aggregate):
         cache = make_target(plan.cache, strategy, part="cache")
         target = AggregateTarget(schema=schema, name=name, agg=plan, cache=cache)
@@ -96,18 +106,16 @@ def compile_program(target: SpjTarget, strategy: str, minimized: bool = True) ->
 
 
 def build_program(target, strategy: str, minimized: bool = True, row_ids: dict | None = None) -> Program:
-    """A target's program: under the higher-order strategy, its maps' and view table's; an SPJ
-    target's, the strategy's composition of the SPJ operators' i-diff rules (compile_program);
-    any other operator's (γ, ∪), its rule in rules.RULES over its inputs' programs (an aggregate
-    without an intermediate cache has no input program: an empty one stands for it). row_ids: the
-    rows each step of a union writes, which the rules of an aggregate over it read."""
-    if isinstance(target, HigherOrderTarget):
-        return higher_order_program(target)
-    if isinstance(target, SpjTarget):
-        return compile_program(target, strategy, minimized)
-    row_ids = {} if row_ids is None else row_ids
-    inputs = [build_program(t, strategy, minimized, row_ids) for t in target.inputs] or [Program(strategy=strategy)]
-    return RULES[type(target.operator)].program(target, inputs, row_ids)
+    """A first-order target's program: an SPJ target's, the strategy's composition of the SPJ
+    operators' i-diff rules (compile_program); any other operator's (γ, ∪), its rule in rules.RULES
+    over its inputs' programs (an aggregate without an intermediate cache has no input program: an
+    empty one stands for it). row_ids: the rows each step of a union writes, which the rules of an
+    aggregate over it read."""
+    if not isinstance(target, SpjTarget):
+        row_ids = {} if row_ids is None else row_ids
+        inputs = [build_program(t, strategy, minimized, row_ids) for t in target.inputs] or [Program(strategy=strategy)]
+        return RULES[type(target.operator)].program(target, inputs, row_ids)
+    return compile_program(target, strategy, minimized)
 
 
 def diff_schemas_of(plan):

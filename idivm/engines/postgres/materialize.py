@@ -6,7 +6,7 @@ from typing import Callable
 from sqlglot import exp
 
 from ...algebra.plan import BRANCH_COLUMN, scans
-from ...frontend.build_plan import parse_one
+from ...frontend.driver import parse_one
 from ...program.trees import alias, select, subquery
 from ...rules.aggregate import group_select
 from ...rules.aggregate_target import AggregateTarget

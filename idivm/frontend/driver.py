@@ -1,0 +1,71 @@
+"""The frontend's stages, in order: SQL text -> parsed statement -> the whole-statement rewrites
+(REWRITES) -> the checks of its SELECTs (checks.py) -> the logical plan with IDs (build_plan.py).
+
+sqlglot parses, and (build_plan.py) qualifies every column with its scan alias (expanding *,
+USING and NATURAL joins) and merges SPJ subqueries in FROM into the outer query; we never
+hand-parse SQL.
+"""
+from __future__ import annotations
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
+
+from ..errors import IdivmError
+from .aggregate_subqueries import fold_aggregate_subquery
+from .build_plan import CompiledView, build_view
+from .checks import check_constructs, checked_branches, drop_ignored_order
+from .ctes import inline_ctes
+from .parse_errors import describe
+from .schema import SchemaProvider
+from .setops import reduce_set_difference
+
+
+def parse_one(sql: str) -> exp.Expression:
+    try:
+        statements = [s for s in sqlglot.parse(sql, read="postgres") if s is not None]
+    except ParseError as e:
+        raise IdivmError(f"could not parse the view's SQL: {describe(sql, e)}") from None
+    if len(statements) != 1:
+        raise IdivmError(f"a view is defined by exactly one SELECT statement, got {len(statements)} statements")
+    return statements[0]
+
+
+def ignored_clauses(sql: str) -> list[str]:
+    """Notices about what the view's definition says that a maintained view ignores (explain shows them)."""
+    return drop_ignored_order(parse_one(sql))[1]
+
+
+def _refuse_unsupported(tree: exp.Expression) -> exp.Expression:
+    check_constructs(tree)
+    return tree
+
+
+def _drop_order(tree: exp.Expression) -> exp.Expression:
+    return drop_ignored_order(tree)[0]
+
+
+def _normalize(tree: exp.Expression) -> exp.Expression:
+    return normalize_identifiers(tree, dialect="postgres")
+
+
+# The whole-statement rewrites, in order, each a function from tree to tree (the shape of sqlglot's
+# optimizer RULES); each SELECT is then qualified against the schema provider, its subqueries in FROM
+# merged and its EXISTS / IN subqueries extracted (_compile_select).
+REWRITES = (
+    _refuse_unsupported,  # one refusal naming any construct no rewrite handles (checks.py)
+    _drop_order,  # a top-level ORDER BY means nothing for a stored table (explain notes it)
+    _normalize,  # unquoted identifiers fold to lower case, as PostgreSQL folds them
+    inline_ctes,  # non-recursive WITH (ctes.py)
+    reduce_set_difference,  # L EXCEPT / INTERSECT R -> SELECT DISTINCT L ... [NOT] EXISTS R (setops.py)
+    fold_aggregate_subquery,  # an aggregating subquery in FROM -> a grouped view (aggregate_subqueries.py)
+)
+
+
+def compile_view_sql(schema: SchemaProvider, sql: str) -> CompiledView:
+    tree = parse_one(sql)
+    for rewrite in REWRITES:
+        tree = rewrite(tree)
+    selects, distinct = checked_branches(tree)
+    return build_view(schema, sql, selects, distinct)
