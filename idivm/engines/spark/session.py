@@ -42,6 +42,12 @@ def spark_session(settings: SparkSettings):
                    # memory for them; IDIVM_SPARK_CONF overrides any of these
                    .config("spark.sql.shuffle.partitions", "16")
                    .config("spark.driver.memory", "4g")
+                   # a maintenance runs its queries side by side in one plan, with a broadcast hash
+                   # join per base table each query joins: every broadcast relation takes at least
+                   # one page, 64 MB by Spark's default for a 4 GB driver on 2 cores, and a few
+                   # dozen of them (the differential test's outer-join views, of a few rows each)
+                   # failed with "not enough memory to build and broadcast the table"
+                   .config("spark.buffer.pageSize", "4m")
                    .config("spark.driver.maxResultSize", "2g")
                    .config("spark.sql.session.timeZone", "UTC")
                    .config("spark.sql.caseSensitive", "true")  # PostgreSQL names are case-sensitive when quoted
