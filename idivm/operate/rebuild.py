@@ -105,7 +105,7 @@ def query_failed(e: psycopg.Error) -> None:
 
 
 def rebuild(tx: Transactions, row: sa.Row, fill: Fill, verb: str, new: Wanted | None = None) -> list[str]:
-    """Rebuild a view and the views over it (operate/rebuild.py), those named in `new` as it says,
+    """Rebuild a view and the views over it (rebuild_plan, rebuild_locked), those named in `new` as it says,
     in one transaction; returns the rebuilt views' names, inputs first. `verb` names the work in
     errors."""
     with tx.reading() as conn:
