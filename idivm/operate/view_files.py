@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import sqlalchemy as sa
-import sqlglot
-import sqlglot.errors
 from sqlalchemy.engine import Connection
 from sqlglot import exp
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
@@ -113,12 +111,9 @@ def normalized(sql: str) -> str:
     without comments: the same for two texts that differ only in layout, case or comments (a
     stored definition that no longer parses compares by its text)."""
     try:
-        tree = sqlglot.parse(sql, read="postgres")[0]
-    except sqlglot.errors.ParseError:
+        return normalize_identifiers(parse_one(sql), dialect="postgres").sql("postgres", comments=False)
+    except IdivmError:
         return sql
-    if tree is None:
-        return sql
-    return normalize_identifiers(tree, dialect="postgres").sql("postgres", comments=False)
 
 
 def tables_named(sql: str, current_schema: str) -> set[tuple[str, str]]:
