@@ -170,3 +170,40 @@ def test_reads_benchmark_compares_the_view_with_its_storage(server_dsn, tmp_path
     assert set(data["results"]) == {"storage table", "view"}
     assert "big_orders_by_id" in data["plans"]["view"]  # the lookup through the view uses the storage's index
     assert (tmp_path / "reads.png").stat().st_size > 0
+
+
+def test_dbtoaster_coverage_runs_on_a_corpus_in_its_dialect(server_dsn, tmp_path):
+    """A small corpus written here in DBToaster's dialect (streams without keys, INCLUDE, LISTMAX,
+    IN LIST, cast_int, unnamed and repeated output names, several queries in one file): each query
+    ends in one outcome, and those PostgreSQL runs are maintained exactly."""
+    from idivm.bench.dbtoaster import main, read_cases
+
+    queries = tmp_path / "test" / "queries"
+    (queries / "mini").mkdir(parents=True)
+    (queries / "mini" / "schemas.sql").write_text(
+        "CREATE STREAM T(A int, B float, C DECIMAL, D date, E varchar(4))\n"
+        "  FROM FILE 'unused/t.dat' LINE DELIMITED CSV (delimiter := '|');\n")
+    (queries / "mini" / "grouped.sql").write_text(
+        "-- a comment; with a semicolon\nINCLUDE './test/queries/mini/schemas.sql';\n"
+        "SELECT A, SUM(B), COUNT(*) FROM T WHERE E IN LIST('ab', 'cd') GROUP BY A;\n")
+    (queries / "mini" / "two.sql").write_text(
+        "CREATE STREAM S(X int, Y int) FROM FILE 'unused/s.dat' LINE DELIMITED CSV ();\n"
+        "/* two queries */ SELECT LISTMAX(1, SUM(X)) FROM S;\n"
+        "SELECT s1.X, s2.X, cast_int(s1.Y * 2) FROM S s1, S s2 WHERE s1.Y = s2.Y;\n")
+    (queries / "mini" / "unknown.sql").write_text(
+        "CREATE STREAM S(X int) FROM FILE 'unused/s.dat' LINE DELIMITED CSV ();\nSELECT no_such_fn(X) FROM S;\n")
+    cases = read_cases(queries, ["mini"])
+    assert [(c.file, c.index) for c in cases] == [("mini/grouped.sql", 0), ("mini/two.sql", 0), ("mini/two.sql", 1),
+                                                  ("mini/unknown.sql", 0)]
+    assert cases[0].tables[0].columns == [("a", "integer"), ("b", "double precision"), ("c", "numeric"),
+                                          ("d", "date"), ("e", "varchar(4)")]
+    assert "IN ('ab', 'cd')" in cases[0].query and "AS c2" in cases[0].query
+    assert "GREATEST(1, SUM(X)) AS c1" in cases[1].query
+    assert "s2.X AS X_2" in cases[2].query and "CAST(s1.Y * 2 AS BIGINT)" in cases[2].query
+    out = tmp_path / "dbtoaster.json"
+    assert main(["--dsn", server_dsn, "--queries", str(queries), "--dirs", "mini", "--strategies", "auto,id",
+                 "--rounds", "2", "--out", str(out)]) == 0
+    outcomes = {(r["file"], r["query"], r["strategy"]): r["outcome"] for r in json.loads(out.read_text())["results"]}
+    assert outcomes == {(f, q, s): "not translated" if f == "mini/unknown.sql" else "maintained"
+                        for f, q in [(c.file, c.index) for c in cases] for s in ("auto", "id")}
+    assert (tmp_path / "dbtoaster.png").stat().st_size > 0
