@@ -82,6 +82,8 @@ def predicates(draw, cols: list[str], depth: int = 0):
         f"COALESCE({c}, {k}) = {k}", f"CASE WHEN {c} > {k} THEN 1 ELSE 0 END = 1",
         f"{c} + {draw(st.sampled_from(cols))} > {k}",
         f"CAST({c} AS text) LIKE '{k}%'", f"abs({c} - 2) >= {k % 2}", f"greatest({c}, {k}) = {k}",
+        # subqueries without FROM, one constant row (frontend/constant_subqueries.py)
+        f"{c} IN (SELECT {k})", f"{c} < (SELECT {k} + 1)", f"({c} = {k} OR NOT EXISTS (SELECT 1))",
     ]
     p = draw(st.sampled_from(choices))
     if depth < 1 and draw(st.booleans()):
@@ -202,9 +204,13 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
                 conds.append(f"q2.{draw(st.sampled_from(u.all))} {draw(st.sampled_from(['=', '<']))} "
                              f"{draw(st.sampled_from(all_cols))}")
         sub_where = f" WHERE {' AND '.join(conds)}" if conds else ""
-        kind = draw(st.sampled_from(["EXISTS", "NOT EXISTS", "IN", "NOT IN"]))
+        kind = draw(st.sampled_from(["EXISTS", "NOT EXISTS", "IN", "NOT IN", "ANY", "ALL"]))
         if kind.endswith("EXISTS"):
             where.append(f"{kind} (SELECT 1 FROM {source}{sub_where})")
+        elif kind in ("ANY", "ALL"):  # reduced to [NOT] EXISTS (frontend/quantified_comparisons.py)
+            op = draw(st.sampled_from(["=", "<>", "<", ">="]))
+            where.append(f"{draw(st.sampled_from(all_cols))} {op} {kind} "
+                         f"(SELECT {draw(st.sampled_from(inner))} FROM {source}{sub_where})")
         else:
             lhs = draw(st.sampled_from(all_cols))
             where.append(f"{lhs} {kind} (SELECT {draw(st.sampled_from(inner))} FROM {source}{sub_where})")

@@ -60,6 +60,10 @@ def check_constructs(tree: exp.Expression) -> None:
                 len(node.expressions) > 1 or any(isinstance(e, exp.Tuple) for e in node.expressions)):
             raise refuse(f"an aggregate over DISTINCT row values, {node.parent.sql('postgres')},",
                          "count distinct combinations with a subquery: SELECT count(*) FROM (SELECT DISTINCT a, b ...)")
+        if isinstance(node, (exp.Any, exp.All)) and isinstance(node.this, (exp.Query, exp.Subquery)):
+            raise refuse(f"a comparison with {node.key.upper()} of a subquery under NOT, in CASE, outside WHERE, or "
+                         "over a subquery that groups, aggregates or limits",
+                         "in WHERE under AND and OR it becomes an EXISTS: see docs/sql-support.md")
         if isinstance(node, exp.Column) and node.name.lower() in SYSTEM_COLUMNS:
             raise refuse(f"system column {node.name}", "its value changes without the row's values changing")
         if isinstance(node, exp.Select) and not (node.args.get("from_") or node.args.get("from")):

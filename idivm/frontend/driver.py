@@ -16,8 +16,10 @@ from ..errors import IdivmError
 from .aggregate_subqueries import fold_aggregate_subquery
 from .build_plan import CompiledView, build_view
 from .checks import check_constructs, checked_branches, drop_ignored_order
+from .constant_subqueries import inline_constant_subqueries
 from .ctes import inline_ctes
 from .parse_errors import describe
+from .quantified_comparisons import reduce_quantified_comparisons
 from .schema import SchemaProvider
 from .setops import reduce_set_difference
 
@@ -54,6 +56,8 @@ def _normalize(tree: exp.Expression) -> exp.Expression:
 # optimizer RULES); each SELECT is then qualified against the schema provider, its subqueries in FROM
 # merged and its EXISTS / IN subqueries extracted (_compile_select).
 REWRITES = (
+    inline_constant_subqueries,  # EXISTS (SELECT 3) -> TRUE, a = (SELECT 3) -> a = (3) (constant_subqueries.py)
+    reduce_quantified_comparisons,  # x op ANY / ALL (SELECT ...) in WHERE -> [NOT] EXISTS (quantified_comparisons.py)
     _refuse_unsupported,  # one refusal naming any construct no rewrite handles (checks.py)
     _drop_order,  # a top-level ORDER BY means nothing for a stored table (explain notes it)
     _normalize,  # unquoted identifiers fold to lower case, as PostgreSQL folds them
