@@ -286,7 +286,9 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
         for i in range(draw(st.integers(1, 3))):
             a, b = draw(st.sampled_from(all_cols)), draw(st.sampled_from(all_cols))
             arg = draw(st.sampled_from([a, a, f"{a} + {b}"]))
-            simple = ["count(*)", f"count({arg})", f"sum({arg})", f"avg({arg})"]
+            simple = ["count(*)", f"count({arg})", f"sum({arg})", f"avg({arg})",
+                      # FILTER (WHERE ...) becomes the aggregate of a CASE (frontend/aggregate_filters.py)
+                      f"count(*) FILTER (WHERE {b} IS NOT NULL)", f"sum({arg}) FILTER (WHERE {b} > 1)"]
             if shape == "sumcount":  # the specialized rules of Tables 9, 11, 12: also expressions over them
                 aggs.append(draw(st.sampled_from(simple + [
                     f"sum({arg}) + count(*)", f"COALESCE(sum({arg}), 0) * 2", f"avg({arg}) - sum({a})",

@@ -36,7 +36,8 @@ def footprint(db) -> tuple:
 
 CASES = [
     ("SELECT pid, string_agg(CAST(price AS text), ',') AS s FROM parts GROUP BY pid", "aggregate STRING_AGG"),
-    ("SELECT count(*) FILTER (WHERE price > 1) AS c FROM parts", "aggregate FILTER (WHERE ...) not supported"),
+    ("SELECT string_agg(CAST(price AS text), ',') FILTER (WHERE price > 1) AS c FROM parts",
+     "aggregate FILTER (WHERE ...) not supported"),
     ("SELECT pid, price, count(*) AS n FROM parts GROUP BY pid", 'column "parts"."price" in the select list must appear in GROUP BY'),
     ("SELECT pid FROM parts WHERE price > sum(price) GROUP BY pid", "aggregates in WHERE or JOIN conditions"),
     ("SELECT DISTINCT ON (pid) pid FROM parts", "DISTINCT ON not supported"),

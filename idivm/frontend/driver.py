@@ -13,6 +13,7 @@ from sqlglot.errors import ParseError
 from sqlglot.optimizer.normalize_identifiers import normalize_identifiers
 
 from ..errors import IdivmError
+from .aggregate_filters import inline_aggregate_filters
 from .aggregate_subqueries import fold_aggregate_subquery
 from .build_plan import CompiledView, build_view
 from .checks import check_constructs, checked_branches, drop_ignored_order
@@ -58,6 +59,7 @@ def _normalize(tree: exp.Expression) -> exp.Expression:
 REWRITES = (
     inline_constant_subqueries,  # EXISTS (SELECT 3) -> TRUE, a = (SELECT 3) -> a = (3) (constant_subqueries.py)
     reduce_quantified_comparisons,  # x op ANY / ALL (SELECT ...) in WHERE -> [NOT] EXISTS (quantified_comparisons.py)
+    inline_aggregate_filters,  # sum(x) FILTER (WHERE c) -> sum(CASE WHEN c THEN x END) (aggregate_filters.py)
     _refuse_unsupported,  # one refusal naming any construct no rewrite handles (checks.py)
     _drop_order,  # a top-level ORDER BY means nothing for a stored table (explain notes it)
     _normalize,  # unquoted identifiers fold to lower case, as PostgreSQL folds them

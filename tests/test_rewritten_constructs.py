@@ -1,7 +1,8 @@
-"""Subqueries the frontend rewrites before anything else, maintained under every strategy, deferred
-and immediate, and by auto, through random writes: those without FROM that are one constant row
-(frontend/constant_subqueries.py) and comparisons with ANY / SOME / ALL of a subquery
-(frontend/quantified_comparisons.py). What they cannot rewrite stays refused by name."""
+"""Constructs the frontend rewrites before anything else into ones idivm maintains, maintained under
+every strategy, deferred and immediate, and by auto, through random writes: subqueries without
+FROM that are one constant row (frontend/constant_subqueries.py), comparisons with ANY / SOME /
+ALL of a subquery (frontend/quantified_comparisons.py) and aggregates with FILTER
+(frontend/aggregate_filters.py). What they cannot rewrite stays refused by name."""
 from __future__ import annotations
 
 import random
@@ -21,6 +22,10 @@ VIEWS = {  # written like the shapes of DBToaster's simple queries, over r(k, a,
     "all": ("SELECT k, b FROM r WHERE b >= ALL (SELECT s.a FROM s WHERE s.k <> r.k)", ["k", "b"]),
     "some": ("SELECT r.k, r.a FROM r WHERE r.a > SOME (SELECT a FROM s WHERE s.k < 5) OR r.b = 0", ["k", "a"]),
     "any_grouped": ("SELECT b, count(*) AS n FROM r WHERE a = ANY (SELECT s.a FROM s) GROUP BY b", ["b", "n"]),
+    "filter": ("SELECT b, count(*) FILTER (WHERE a > 1) AS n, sum(a) FILTER (WHERE k % 2 = 0) AS s, "
+               "count(DISTINCT a) FILTER (WHERE k > 3) AS d FROM r GROUP BY b", ["b", "n", "s", "d"]),
+    "filter_min_max": ("SELECT b, max(a) FILTER (WHERE k > 4) AS m, min(k) FILTER (WHERE a IS NULL) AS l "
+                       "FROM r GROUP BY b HAVING count(*) FILTER (WHERE a = 0) < 2", ["b", "m", "l"]),
     "all_of_an_aggregate": ("SELECT k, a FROM r WHERE a < ALL (SELECT sum(s.a) / 2 FROM s WHERE s.k <= r.k)", ["k", "a"]),
 }
 NESTED = ("all_of_an_aggregate",)  # a nested aggregate once rewritten: higher-order (and auto) only
@@ -28,7 +33,7 @@ RUNS = [("id", "deferred"), ("tuple", "deferred"), ("higher-order", "deferred"),
         ("higher-order", "immediate"), ("auto", "deferred")]
 
 
-def test_rewritten_subqueries_are_maintained_by_every_strategy(engine, db):
+def test_rewritten_constructs_are_maintained_by_every_strategy(engine, db):
     db.execute("CREATE TABLE r (k int PRIMARY KEY, a int, b int)")
     db.execute("CREATE TABLE s (k int PRIMARY KEY, a int)")
     db.execute("INSERT INTO r SELECT g, g % 4, g % 3 FROM generate_series(1, 12) g")
