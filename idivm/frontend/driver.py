@@ -22,6 +22,7 @@ from .ctes import inline_ctes
 from .parse_errors import describe
 from .quantified_comparisons import reduce_quantified_comparisons
 from .schema import SchemaProvider
+from .schema_checks import check_deterministic
 from .setops import reduce_set_difference
 
 
@@ -70,8 +71,11 @@ REWRITES = (
 
 
 def compile_view_sql(schema: SchemaProvider, sql: str) -> CompiledView:
-    tree = parse_one(sql)
+    parsed = tree = parse_one(sql)
     for rewrite in REWRITES:
         tree = rewrite(tree)
     selects, distinct = checked_branches(tree)
-    return build_view(schema, sql, selects, distinct)
+    view = build_view(schema, sql, selects, distinct)
+    if distinct is not None:  # a UNION's branches were probed one by one; PostgreSQL also matches their
+        check_deterministic(schema, parsed)  # types across them (the probe refuses what it rejects)
+    return view
