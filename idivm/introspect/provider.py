@@ -34,11 +34,19 @@ def probe(conn: Connection):
 
 
 class PostgresSchema:
+    """One compilation's provider: each table is reflected once and each type asked about once (the
+    frontend asks for a table at every reference, alias and subquery; three round trips each)."""
+
     def __init__(self, conn: Connection):
         self.conn = conn
+        self._tables: dict[tuple[str | None, str, bool], TableInfo] = {}
+        self._equality: dict[str, bool] = {}
 
     def table(self, schema: str | None, name: str, only: bool = False) -> TableInfo:
-        return reflect_table(self.conn, schema, name, only=only)
+        key = (schema, name, only)
+        if key not in self._tables:
+            self._tables[key] = reflect_table(self.conn, schema, name, only=only)
+        return self._tables[key]
 
     def non_immutable_calls(self, tree: exp.Expression) -> list[tuple[str, str]]:
         """PostgreSQL resolves the overloads: the query becomes a temporary view inside a savepoint
@@ -85,6 +93,11 @@ class PostgresSchema:
 
     def has_equality(self, type_name: str) -> bool:
         """What maintenance needs of a type: = (IS DISTINCT FROM) and grouping."""
+        if type_name not in self._equality:
+            self._equality[type_name] = self._probe_equality(type_name)
+        return self._equality[type_name]
+
+    def _probe_equality(self, type_name: str) -> bool:
         with probe(self.conn):
             try:
                 run(self.conn, f"SELECT x FROM (SELECT CAST(NULL AS {type_name}) AS x) AS s "
