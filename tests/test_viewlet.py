@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fractions import Fraction as F
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from idivm.calculus.evaluate import apply_update, evaluate
@@ -96,3 +97,20 @@ def test_a_self_join_reads_one_map_through_renaming():
     assert str(increment) == "2 * Sum[](ΔR(A, B) * M2(B)) + Sum[](ΔR(A, B) * ΔR(A2, B))"
     # and factorized, as explain prints it: (2 * R(x) + 1) * S(B)
     assert "M1 += Sum[](ΔR(A, B) * (2 * M2(B) + Sum[B](ΔR(A2, B))))" in compiled.format()
+
+
+def test_a_view_needing_more_maps_than_the_bound_is_refused_with_the_number(monkeypatch):
+    """The viewlet transform stops at viewlet.MAX_MAPS maps and names the bound; auto then takes id."""
+    from idivm.compiler import compile_view
+    from idivm.errors import UnsupportedQuery
+    from idivm.strategies.higher_order import viewlet
+    from stages import FIXTURES, FixedSchema
+
+    schema = FixedSchema((FIXTURES / "schema.sql").read_text())
+    sql = ("SELECT d.category, sum(p.price) AS cost FROM devices AS d JOIN devices_parts AS dp ON dp.did = d.did "
+           "JOIN parts AS p ON p.pid = dp.pid GROUP BY d.category")
+    assert compile_view(sql, schema, "higher-order").strategy == "higher-order"
+    monkeypatch.setattr(viewlet, "MAX_MAPS", 2)
+    with pytest.raises(UnsupportedQuery, match="would keep more than 2 maps for this view"):
+        compile_view(sql, schema, "higher-order")
+    assert compile_view(sql, schema, "auto").strategy == "id"

@@ -128,6 +128,13 @@ def canonical(query: Sum) -> tuple[Sum, dict[str, str]]:
     return Sum(tuple(sorted(c.group)), c.q), names
 
 
+# At most this many maps per view. The viewlet transform materializes a map for every delta of a
+# map that reads a table, so the count grows with the view's joins and nested aggregates (TPC-H Q8,
+# eight tables: 166 maps, 3 s to compile); past the bound the view is refused by name, at once,
+# rather than left compiling and registering for minutes, and `auto` takes the next strategy.
+MAX_MAPS = 1000
+
+
 class _Compiler:
     def __init__(self, not_null: frozenset[str]):
         self.out = Compiled()
@@ -142,6 +149,9 @@ class _Compiler:
             name = self.by_definition[query]
             self.out.map(name).uses.append(why)
             return name
+        if len(self.out.maps) >= MAX_MAPS:
+            raise UnsupportedQuery(f"the higher-order strategy would keep more than {MAX_MAPS} maps for this view (the "
+                                   "viewlet transform of its joins and nested aggregates); use --strategy id")
         name = f"M{len(self.out.maps) + 1}"
         self.by_definition[query] = name
         form, names = canonical(query)
