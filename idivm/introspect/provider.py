@@ -24,13 +24,15 @@ PROBE = "pg_temp.idivm_volatility_probe"
 def probe(conn: Connection):
     """A savepoint that is rolled back and released whatever happens inside: the transaction is left
     as it was, at its top level (SQLAlchemy's nested transaction, rolled back, stays open as a
-    subtransaction, and a transaction inside one cannot export its snapshot for Spark)."""
-    run(conn, "SAVEPOINT idivm_probe")
+    subtransaction, and a transaction inside one cannot export its snapshot for Spark). The caller
+    sends its first statements after `SAVEPOINT idivm_probe;` in the same round trip (PROBE_START)."""
     try:
         yield
     finally:
-        run(conn, "ROLLBACK TO SAVEPOINT idivm_probe")
-        run(conn, "RELEASE SAVEPOINT idivm_probe")
+        run(conn, "ROLLBACK TO SAVEPOINT idivm_probe; RELEASE SAVEPOINT idivm_probe")
+
+
+PROBE_START = "SAVEPOINT idivm_probe; "
 
 
 class PostgresSchema:
@@ -78,16 +80,19 @@ class PostgresSchema:
         """The OIDs of the functions (and aggregates) and of the operators of the query's stored tree."""
         conn = self.conn
         with probe(conn):
-            try:
-                run(conn, f"CREATE TEMP VIEW {PROBE} AS SELECT 1 AS x FROM ({tree.sql('postgres')}) AS q")
-                # planned too: the planner refuses what parsing accepts (a FULL JOIN on a condition that
-                # is neither hash- nor merge-joinable), and a view must equal a query PostgreSQL can run
-                run(conn, f"EXPLAIN SELECT * FROM {PROBE}")
+            try:  # one round trip: the savepoint, the view, its plan, its stored query tree
+                cur = run(conn, f"{PROBE_START}CREATE TEMP VIEW {PROBE} AS SELECT 1 AS x FROM ({tree.sql('postgres')}) AS q; "
+                                # planned too: the planner refuses what parsing accepts (a FULL JOIN on a
+                                # condition that is neither hash- nor merge-joinable), and a view must equal
+                                # a query PostgreSQL can run
+                                f"EXPLAIN SELECT * FROM {PROBE}; "
+                                f"SELECT CAST(ev_action AS text) FROM pg_rewrite WHERE ev_class = '{PROBE}'::regclass")
             except psycopg.Error as e:
                 first = str(e).splitlines()[0]
                 raise UnsupportedQuery(f"PostgreSQL rejected the view's query: {first}") from None
-            action = conn.execute(sa.text("SELECT CAST(ev_action AS text) FROM pg_rewrite "
-                                          "WHERE ev_class = CAST(:probe AS regclass)"), {"probe": PROBE}).scalar()
+            while cur.nextset():
+                pass
+            action = cur.fetchone()[0]
         calls = _CALLS.findall(action or "")
         return ({int(n) for kind, n in calls if kind != "opno"}, {int(n) for kind, n in calls if kind == "opno"})
 
@@ -100,7 +105,7 @@ class PostgresSchema:
     def _probe_equality(self, type_name: str) -> bool:
         with probe(self.conn):
             try:
-                run(self.conn, f"SELECT x FROM (SELECT CAST(NULL AS {type_name}) AS x) AS s "
+                run(self.conn, f"{PROBE_START}SELECT x FROM (SELECT CAST(NULL AS {type_name}) AS x) AS s "
                                "WHERE x IS NOT DISTINCT FROM x GROUP BY x")
                 return True
             except psycopg.Error:
