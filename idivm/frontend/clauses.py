@@ -1,9 +1,13 @@
-"""The clauses of a parsed SELECT as the plan builders read them: its first FROM item, and a
-condition (ON, WHERE) split into its top-level conjuncts. Shared by build_plan.py and
-outer_joins.py, which read the same qualified tree."""
+"""The clauses of a parsed SELECT as the frontend reads them: whether it has a FROM, its first FROM
+item, and a condition (ON, WHERE) split into its top-level conjuncts. Shared by the rewrites,
+checks.py, build_plan.py and outer_joins.py."""
 from __future__ import annotations
 
 from sqlglot import exp
+
+
+def has_from(tree: exp.Select) -> bool:
+    return bool(tree.args.get("from_") or tree.args.get("from"))
 
 
 def from_item(tree: exp.Select) -> exp.Expression:

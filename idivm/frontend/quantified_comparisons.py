@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from .clauses import has_from
+
 ALIAS = "__idivm_q"
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
 _NOT_ALLOWED = ("group", "having", "limit", "offset", "fetch", "order", "qualify", "windows")
@@ -59,10 +61,7 @@ def reduce_quantified_comparisons(tree: exp.Expression) -> exp.Expression:
 
 def _one_row(query: exp.Expression) -> bool:
     """An aggregate over a FROM without GROUP BY, HAVING or limits: exactly one row, one column."""
-    return (isinstance(query, exp.Select) and len(query.expressions) == 1
-            and bool(query.args.get("from_") or query.args.get("from"))
-            and not any(query.args.get(k) for k in _NOT_ALLOWED)
-            and query.expressions[0].find(exp.AggFunc) is not None)
+    return _one_column(query) and query.expressions[0].find(exp.AggFunc) is not None
 
 
 def _in_where(node: exp.Expression) -> bool:
@@ -75,7 +74,10 @@ def _in_where(node: exp.Expression) -> bool:
 
 def _simple(query: exp.Expression) -> bool:
     """One output that is no aggregate, over a FROM, without grouping or limits: what an EXISTS keeps."""
-    return (isinstance(query, exp.Select) and len(query.expressions) == 1
-            and bool(query.args.get("from_") or query.args.get("from"))
-            and not any(query.args.get(k) for k in _NOT_ALLOWED)
-            and not query.expressions[0].find(exp.AggFunc, exp.Star))
+    return _one_column(query) and not query.expressions[0].find(exp.AggFunc, exp.Star)
+
+
+def _one_column(query: exp.Expression) -> bool:
+    """A SELECT of one output over a FROM, without grouping, HAVING, ordering or limits."""
+    return (isinstance(query, exp.Select) and len(query.expressions) == 1 and has_from(query)
+            and not any(query.args.get(k) for k in _NOT_ALLOWED))
