@@ -3,7 +3,6 @@ PostgreSQL's catalog, inside the registering transaction (probes run in savepoin
 rolled back, so nothing is left behind)."""
 from __future__ import annotations
 
-import contextlib
 import re
 
 import psycopg
@@ -20,19 +19,20 @@ _CALLS = re.compile(r":(funcid|opfuncid|opno|aggfnoid) (\d+)")
 PROBE = "pg_temp.idivm_volatility_probe"
 
 
-@contextlib.contextmanager
-def probe(conn: Connection):
-    """A savepoint that is rolled back and released whatever happens inside: the transaction is left
-    as it was, at its top level (SQLAlchemy's nested transaction, rolled back, stays open as a
-    subtransaction, and a transaction inside one cannot export its snapshot for Spark). The caller
-    sends its first statements after `SAVEPOINT idivm_probe;` in the same round trip (PROBE_START)."""
+def probe(conn: Connection, statements: str) -> str | None:
+    """Run `statements` inside a savepoint that is then rolled back and released whatever happened,
+    in two round trips; the first column of the last statement's first row (None if it returns no
+    row), or its psycopg.Error. The transaction is left as it was, at its top level (SQLAlchemy's
+    nested transaction, rolled back, stays open as a subtransaction, and a transaction inside one
+    cannot export its snapshot for Spark)."""
     try:
-        yield
+        cur = run(conn, f"SAVEPOINT idivm_probe; {statements}")
+        while cur.nextset():
+            pass
+        row = cur.fetchone() if cur.description else None
+        return None if row is None else row[0]
     finally:
         run(conn, "ROLLBACK TO SAVEPOINT idivm_probe; RELEASE SAVEPOINT idivm_probe")
-
-
-PROBE_START = "SAVEPOINT idivm_probe; "
 
 
 class PostgresSchema:
@@ -78,21 +78,16 @@ class PostgresSchema:
 
     def _calls(self, tree: exp.Expression) -> tuple[set[int], set[int]]:
         """The OIDs of the functions (and aggregates) and of the operators of the query's stored tree."""
-        conn = self.conn
-        with probe(conn):
-            try:  # one round trip: the savepoint, the view, its plan, its stored query tree
-                cur = run(conn, f"{PROBE_START}CREATE TEMP VIEW {PROBE} AS SELECT 1 AS x FROM ({tree.sql('postgres')}) AS q; "
-                                # planned too: the planner refuses what parsing accepts (a FULL JOIN on a
-                                # condition that is neither hash- nor merge-joinable), and a view must equal
-                                # a query PostgreSQL can run
-                                f"EXPLAIN SELECT * FROM {PROBE}; "
-                                f"SELECT CAST(ev_action AS text) FROM pg_rewrite WHERE ev_class = '{PROBE}'::regclass")
-            except psycopg.Error as e:
-                first = str(e).splitlines()[0]
-                raise UnsupportedQuery(f"PostgreSQL rejected the view's query: {first}") from None
-            while cur.nextset():
-                pass
-            action = cur.fetchone()[0]
+        try:
+            action = probe(self.conn, f"CREATE TEMP VIEW {PROBE} AS SELECT 1 AS x FROM ({tree.sql('postgres')}) AS q; "
+                           # planned too: the planner refuses what parsing accepts (a FULL JOIN on a
+                           # condition that is neither hash- nor merge-joinable), and a view must
+                           # equal a query PostgreSQL can run
+                           f"EXPLAIN SELECT * FROM {PROBE}; "
+                           f"SELECT CAST(ev_action AS text) FROM pg_rewrite WHERE ev_class = '{PROBE}'::regclass")
+        except psycopg.Error as e:
+            first = str(e).splitlines()[0]
+            raise UnsupportedQuery(f"PostgreSQL rejected the view's query: {first}") from None
         calls = _CALLS.findall(action or "")
         return ({int(n) for kind, n in calls if kind != "opno"}, {int(n) for kind, n in calls if kind == "opno"})
 
@@ -103,10 +98,9 @@ class PostgresSchema:
         return self._equality[type_name]
 
     def _probe_equality(self, type_name: str) -> bool:
-        with probe(self.conn):
-            try:
-                run(self.conn, f"{PROBE_START}SELECT x FROM (SELECT CAST(NULL AS {type_name}) AS x) AS s "
-                               "WHERE x IS NOT DISTINCT FROM x GROUP BY x")
-                return True
-            except psycopg.Error:
-                return False
+        try:
+            probe(self.conn, f"SELECT x FROM (SELECT CAST(NULL AS {type_name}) AS x) AS s "
+                             "WHERE x IS NOT DISTINCT FROM x GROUP BY x")
+            return True
+        except psycopg.Error:
+            return False
