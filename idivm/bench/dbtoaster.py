@@ -71,26 +71,14 @@ def _strip_comments(text: str) -> str:
     return "\n".join(re.sub(r"--.*$", "", line) for line in text.splitlines())
 
 
-def _statements(text: str) -> list[str]:
-    """Top-level statements split on semicolons outside string literals."""
-    out, cur, quoted = [], [], False
+def _split(text: str, sep: str) -> list[str]:
+    """text split on `sep` where it stands outside string literals and parentheses, pieces stripped,
+    empty ones dropped: a file's statements (;), a column list's definitions (,)."""
+    parts, cur, quoted, depth = [], [], False, 0
     for ch in text:
-        if ch == "'":
-            quoted = not quoted
-        if ch == ";" and not quoted:
-            out.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    out.append("".join(cur).strip())
-    return [s for s in out if s]
-
-
-def _split_top(text: str) -> list[str]:
-    parts, depth, cur = [], 0, []
-    for ch in text:
-        depth += (ch == "(") - (ch == ")")
-        if ch == "," and depth == 0:
+        quoted ^= ch == "'"
+        depth += (not quoted) * ((ch == "(") - (ch == ")"))
+        if ch == sep and not quoted and depth == 0:
             parts.append("".join(cur).strip())
             cur = []
         else:
@@ -118,7 +106,7 @@ def _table(statement: str) -> Table:
     if not m:
         raise ValueError(f"cannot read {statement[:60]!r}")
     columns = []
-    for part in _split_top(m.group(2)):
+    for part in _split(m.group(2), ","):
         name, declared = part.split(None, 1)
         columns.append((name.lower(), _column_type(declared)))
     return Table(m.group(1).lower(), columns)
@@ -150,18 +138,16 @@ def _named(q: str) -> str:
         seen: set[str] = set()
         outputs = []
         for i, e in enumerate(select.expressions):
-            name = e.alias_or_name if isinstance(e, (exp.Alias, exp.Column)) else ""
             if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)):
                 outputs.append(e)
                 continue
-            if not name and isinstance(e, exp.Func):
+            name = e.alias_or_name if isinstance(e, (exp.Alias, exp.Column)) else ""
+            if not name and not top and isinstance(e, exp.Func):  # PostgreSQL's name for a call
                 name = e.name.lower() if isinstance(e, exp.Anonymous) else e.sql_name().lower()
-                if top:
-                    name = ""
             if top and (not name or name.lower() in seen):
-                name = f"c{i + 1}" if not name else f"{name}_{i + 1}"
-            if name and name != e.alias_or_name or not isinstance(e, (exp.Alias, exp.Column)):
-                e = exp.alias_(e.this if isinstance(e, exp.Alias) else e, name) if name else e
+                name = f"{name}_{i + 1}" if name else f"c{i + 1}"
+            if name and name != e.alias_or_name:
+                e = exp.alias_(e.unalias(), name)
                 changed = True
             seen.add(name.lower())
             outputs.append(e)
@@ -193,7 +179,7 @@ def read_cases(queries: Path, dirs=DIRS) -> list[Case]:
             text = re.sub(r"INCLUDE\s+'([^']+)'\s*;",
                           lambda m: _strip_comments((repo / m.group(1)).read_text(errors="replace")), text, flags=re.I)
             tables, selects = [], []
-            for s in _statements(text):
+            for s in _split(text, ";"):
                 if re.match(r"CREATE\s+(STREAM|TABLE)\b", s, flags=re.I):
                     tables.append(_table(s))
                 elif re.match(r"\(?\s*SELECT\b", s, flags=re.I):
