@@ -23,12 +23,12 @@ def cases(path: Path):
             continue
         pending.append(line.rstrip(";"))
         if len(pending) == 2:
-            yield pytest.param(*pending, id=f"{path.stem}: {title}")
+            yield pytest.param(path.stem, *pending, id=f"{path.stem}: {title}")
             pending = []
 
 
-@pytest.mark.parametrize("given, expected", [c for p in sorted(FIXTURES.glob("*.sql")) for c in cases(p)])
-def test_rewrite_prints_as_expected(request, given, expected):
-    rule = BY_MODULE[request.node.callspec.id.split(":")[0]]
+@pytest.mark.parametrize("module, given, expected", [c for p in sorted(FIXTURES.glob("*.sql")) for c in cases(p)])
+def test_rewrite_prints_as_expected(module, given, expected):
+    rule = BY_MODULE[module]
     assert rule(parse_one(given)).sql("postgres") == expected
     assert rule(parse_one(expected)).sql("postgres") == expected  # a rewritten statement stays as it is

@@ -11,7 +11,11 @@ from hypothesis import given, settings, strategies as st
 from idivm.calculus.evaluate import apply_update, evaluate
 from idivm.calculus.simplify import factorize
 from idivm.calculus.expr import Cmp, Const, Rel, Sum, Var, add, mul
+from idivm.compiler import compile_view
+from idivm.errors import UnsupportedQuery
+from idivm.strategies.higher_order import viewlet
 from idivm.strategies.higher_order.viewlet import compile_query, expand
+from stages import FIXTURES, FixedSchema
 
 R, S, T = Rel("R", ("A", "B")), Rel("S", ("B", "C")), Rel("T", ("C", "D"))
 VALUES = st.sampled_from([0, 1, 2, None])  # NULLs too: they never join
@@ -101,11 +105,6 @@ def test_a_self_join_reads_one_map_through_renaming():
 
 def test_a_view_needing_more_maps_than_the_bound_is_refused_with_the_number(monkeypatch):
     """The viewlet transform stops at viewlet.MAX_MAPS maps and names the bound; auto then takes id."""
-    from idivm.compiler import compile_view
-    from idivm.errors import UnsupportedQuery
-    from idivm.strategies.higher_order import viewlet
-    from stages import FIXTURES, FixedSchema
-
     schema = FixedSchema((FIXTURES / "schema.sql").read_text())
     sql = ("SELECT d.category, sum(p.price) AS cost FROM devices AS d JOIN devices_parts AS dp ON dp.did = d.did "
            "JOIN parts AS p ON p.pid = dp.pid GROUP BY d.category")
