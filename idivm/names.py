@@ -76,6 +76,10 @@ def storage_table(view_id: int) -> tuple[str, str]:
 
 
 SELF = "self"
+# The schema a part's table (algebra/plan.PartScan: a subquery that aggregates, read like a table) is
+# named in until registration binds it to the view's id: "@part"."part_1" is the view's own
+# table self.part_1 (own_table) and its i-diff a scratch relation (program/relations.py).
+PART_SCHEMA = "@part"
 
 
 def own_table(view_id: int | None, part: str = SELF) -> tuple[str | None, str]:

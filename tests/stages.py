@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from sqlglot.optimizer.annotate_types import annotate_types
+from sqlglot.optimizer.qualify import qualify
+
 from idivm.algebra.plan import format_plan
 from idivm.algebra.tables import TableInfo
 from idivm.errors import UnknownObject
@@ -46,6 +49,12 @@ class FixedSchema:
 
     def has_equality(self, type_name: str) -> bool:
         return True
+
+    def output_types(self, tree):
+        """As sqlglot types the query over these tables (the fixtures' types are its names too)."""
+        schema = {"public": {n: dict(t.columns) for n, t in self.tables.items()}}
+        typed = annotate_types(qualify(tree.copy(), schema=schema, dialect="postgres"), schema=schema)
+        return [(e.alias_or_name, e.type.sql("postgres")) for e in typed.expressions]
 
 
 def stages(sql: str, strategy: str, schema: FixedSchema) -> str:

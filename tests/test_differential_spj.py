@@ -101,8 +101,52 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
         shape = draw(st.sampled_from(["spj", "group", "sumcount"] if nested else ["spj", "group"]))
     if outer:
         shape = draw(st.sampled_from(["spj", "spj", "group", "sumcount", "distinct"]))
-    if shape == "fromagg":  # filter and project the groups of an aggregating subquery in FROM (or CTE)
+    if shape == "fromagg":  # an aggregating subquery in FROM (or CTE): filtered and projected (folded into
+        # it), joined with a table (inner or LEFT: a scalar subquery written as a join), or aggregated again
         inner, inner_names = draw(views(tables, draw(st.sampled_from(["group", "sumcount", "distinct"]))))
+        how = draw(st.sampled_from(["fold", "join", "left", "again", "value"]))
+        q_cols = [f"q.{c}" for c in inner_names]
+        if how == "value":  # scalar subqueries as values, correlated on equalities (frontend/scalar_subqueries.py)
+            t = draw(st.sampled_from(tables))
+            t_cols = [f"t.{c}" for c in t.all]
+            outs = [f"{draw(st.sampled_from(t_cols))} AS x0"]
+            for i in range(1, draw(st.integers(2, 3))):
+                u = draw(st.sampled_from(tables))
+                u_cols = [f"u.{c}" for c in u.all]
+                c = draw(st.sampled_from(u_cols))
+                conds = [f"{draw(st.sampled_from(u_cols))} = {draw(st.sampled_from(t_cols))}"
+                         for _ in range(draw(st.integers(0, 2)))]
+                if draw(st.booleans()):
+                    conds.append(draw(predicates(u_cols)))
+                agg = draw(st.sampled_from(["count(*)", f"count({c})", f"sum({c})", f"max({c})", f"avg({c})",
+                                            f"count(*) + sum({c})", f"COALESCE(sum({c}), -1)"]))
+                sub = f"(SELECT {agg} FROM {u.name} AS u{' WHERE ' + ' AND '.join(conds) if conds else ''})"
+                outs.append(draw(st.sampled_from([sub, f"{sub} * 2", f"{draw(st.sampled_from(t_cols))} + {sub}"]))
+                            + f" AS x{i}")
+            where = f" WHERE {draw(predicates(t_cols))}" if draw(st.booleans()) else ""
+            return f"SELECT {', '.join(outs)} FROM {t.name} AS t{where}", [f"x{i}" for i in range(len(outs))]
+        if how == "again":  # the parts of a view (algebra/plan.PartScan) under another grouping
+            c = draw(st.sampled_from(q_cols))
+            agg = draw(st.sampled_from(["count(*)", f"sum({c})", f"max({c})", f"count({c})", f"avg({c})", f"min({c})"]))
+            grouping = draw(st.sampled_from(["none", "key", "distinct"]))
+            if grouping == "distinct":
+                return f"SELECT DISTINCT {c} AS x0 FROM ({inner}) AS q", ["x0"]
+            if grouping == "none":
+                return f"SELECT {agg} AS x0 FROM ({inner}) AS q", ["x0"]
+            key = draw(st.sampled_from(q_cols + [f"{c} % 2"]))
+            return f"SELECT {key} AS x0, {agg} AS x1 FROM ({inner}) AS q GROUP BY {key}", ["x0", "x1"]
+        if how in ("join", "left"):  # the groups joined with a table, or a table's rows with their group's values
+            t = draw(st.sampled_from(tables))
+            t_cols = [f"t.{c}" for c in t.all]
+            on = " AND ".join(f"{draw(st.sampled_from(q_cols))} {draw(st.sampled_from(['=', '=', '<']))} "
+                              f"{draw(st.sampled_from(t_cols))}" for _ in range(draw(st.integers(1, 2))))
+            picked = draw(st.lists(st.sampled_from(q_cols + t_cols), min_size=1, max_size=4, unique=True))
+            outs = [draw(st.sampled_from([p, p, f"COALESCE({p}, 0)"])) + f" AS x{i}" for i, p in enumerate(picked)]
+            where = f" WHERE {draw(predicates(t_cols + (q_cols if how == 'join' else [])))}" if draw(st.booleans()) else ""
+            frm = (f"{t.name} AS t JOIN ({inner}) AS q ON {on}" if how == "join" and draw(st.booleans()) else
+                   f"({inner}) AS q JOIN {t.name} AS t ON {on}" if how == "join" else
+                   f"{t.name} AS t LEFT JOIN ({inner}) AS q ON {on}")
+            return f"SELECT {', '.join(outs)} FROM {frm}{where}", [f"x{i}" for i in range(len(picked))]
         picked = draw(st.lists(st.sampled_from(inner_names), min_size=1, max_size=3, unique=True))
         outs = [draw(st.sampled_from([f"q.{c}", f"q.{c}", f"COALESCE(q.{c}, 0) + 1"])) + f" AS x{i}"
                 for i, c in enumerate(picked)]

@@ -12,22 +12,26 @@ import dataclasses
 
 from sqlglot import exp
 
-from .plan import Aggregate, Project, scans, walk
+from .plan import Aggregate, PartScan, Project, part_scans, scans, walk
 from .tables import TableInfo
 
 
 def columns_read(plan) -> dict[tuple[str, str], set[str]]:
     """(schema, table) -> the columns of it the plan reads, its key columns included."""
     out: dict[tuple[str, str], set[str]] = {}
+    parts = {s.table for s in part_scans(plan)}  # a part reads its own tables (below)
     for node in [plan.cache] if isinstance(plan, Aggregate) else [plan]:
         for p in walk(node):
             if isinstance(p, Project):
                 scope = {s.alias: s.table for s in scans(p)}
                 scope.update({a: t for sq in p.subqueries for a, t in sq.tables()})
-                _collect(p, scope, out)
+                _collect(p, {a: t for a, t in scope.items() if t not in parts}, out)
     if isinstance(plan, Aggregate):
         for sq in plan.having_subqueries:
             _collect(sq, dict(sq.tables()), out)
+    for part in part_scans(plan):  # a part reads its own base tables
+        for table, columns in columns_read(part.plan).items():
+            out.setdefault(table, set()).update(columns)
     return out
 
 
@@ -45,6 +49,8 @@ def _expressions(obj):
     """Every sqlglot expression held by a plan node, its children and its subqueries."""
     if isinstance(obj, exp.Expression):
         yield obj
+    elif isinstance(obj, PartScan):
+        return  # its plan reads its own tables (columns_read recurses into it)
     elif isinstance(obj, (list, tuple)):
         for x in obj:
             yield from _expressions(x)

@@ -6,12 +6,13 @@ modules in ``idivm.rules`` give each its i-diff propagation rules.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterator
 
 from sqlglot import exp
 
 from .placeholders import CacheColumn, printable
+from ..names import PART_SCHEMA
 from .tables import TableInfo
 
 
@@ -24,6 +25,28 @@ class Scan:
     def ids(self) -> list[tuple[str, str]]:
         """ID inference (Table 1): SCAN(R) -> key(R)."""
         return [(self.alias, k) for k in self.table.key]
+
+
+# The row number that identifies a part's rows (PartScan) and the rows of a maintained view without
+# a primary key of its own columns, which views over it read (engines/postgres/materialize.py).
+ROW_KEY = "__idivm_row"
+
+
+@dataclass
+class PartScan(Scan):
+    """A subquery that aggregates, read like a base table: joined with other tables (aggregation
+    below a join) or aggregated again (nested aggregation). Its grouped plan (`plan`) is maintained
+    first, as one of the view's own tables (`part`: "part_<k>", the table self.part_<k>), by the
+    rules of any grouped view; what that maintenance changed in its rows is the i-diff the
+    operators above read, as they read a base table's (idIVM's rules need of an input only its
+    post-state and the i-diff of its changes, Section 5). Its rows are identified by a row
+    number (ROW_KEY), never NULL where group keys may be. `definition` is the subquery as the
+    frontend qualified it: the part's query over base tables, for what asks PostgreSQL about a
+    query that reads the part before the part exists (column types, volatility)."""
+
+    plan: "Aggregate | None" = None
+    part: str = ""
+    definition: exp.Select | None = None
 
 
 @dataclass
@@ -230,14 +253,46 @@ def scans(node: Node) -> list[Scan]:
 
 
 def base_tables(node) -> list[TableInfo]:
-    """Every base table a plan reads: its scans and the tables of its EXISTS/IN subqueries."""
+    """Every base table a plan reads: its scans (a part's: those of its own plan) and the tables of
+    its EXISTS/IN subqueries."""
     if isinstance(node, Aggregate):
         return base_tables(node.cache) + [q.table for q in node.having_subqueries]
-    out = [s.table for s in scans(node)]
+    out = [t for s in scans(node) for t in (base_tables(s.plan) if isinstance(s, PartScan) else [s.table])]
+    parts = {s.table for s in scans(node) if isinstance(s, PartScan)}
     for n in walk(node):
-        if isinstance(n, Project):
-            out += [t for q in n.subqueries for _, t in q.tables()]
+        if isinstance(n, Project):  # an outer join's NOT EXISTS over a part reads the part's table
+            out += [t for q in n.subqueries for _, t in q.tables() if t not in parts]
     return out
+
+
+def part_scans(plan) -> list[PartScan]:
+    """The parts a view's plan reads (PartScan), in the plan's order, each once (an outer join's
+    branches share theirs)."""
+    node = plan.cache if isinstance(plan, Aggregate) else plan
+    return list({s.part: s for s in scans(node) if isinstance(s, PartScan)}.values())
+
+
+def bind_parts(plan, view_id: int, own_table) -> None:
+    """Name each part's table as registration made it (own_table(view_id, part) -> (schema, name)),
+    in place: the queries that fill the view's tables then read it like any table."""
+    def bound(t: TableInfo) -> TableInfo:
+        return replace(t, **dict(zip(("schema", "name"), own_table(view_id, t.name)))) if t.schema == PART_SCHEMA else t
+
+    def rename(e: exp.Expression | None) -> None:
+        for t in e.find_all(exp.Table) if e is not None else []:
+            if t.db == PART_SCHEMA:
+                schema, name = own_table(view_id, t.name)
+                t.set("db", exp.to_identifier(schema, quoted=True))
+                t.set("this", exp.to_identifier(name, quoted=True))
+
+    for s in part_scans(plan):
+        s.table = bound(s.table)
+    for node in walk(plan.cache if isinstance(plan, Aggregate) else plan):  # an outer join's NOT EXISTS over a part
+        for c in getattr(node, "conjuncts", []):
+            rename(c)
+        for sq in node.subqueries if isinstance(node, Project) else []:
+            sq.table, sq.joined = bound(sq.table), [(a, bound(t)) for a, t in sq.joined]
+            rename(sq.where)
 
 
 def has_subquery(e: exp.Expression) -> bool:
@@ -310,6 +365,10 @@ def format_plan(node, indent: int = 0) -> str:
             parts.append(f"{pad}  branch b = {k}:")
             parts.append(format_plan(b, indent + 2))
         return "\n".join(parts)
+    if isinstance(node, PartScan):
+        return "\n".join([f"{pad}SCAN PART self.{node.part} AS {node.alias}  IDs: {_ids(node.ids)}  (a subquery that "
+                          "aggregates, maintained first as the view's own table; its changes are the i-diff read here)",
+                          format_plan(node.plan, indent + 2)])
     if isinstance(node, Scan):
         head = f"{pad}SCAN {node.table.qualified} AS {node.alias}  IDs: {_ids(node.ids)}"
     elif isinstance(node, Join):

@@ -11,14 +11,15 @@ ID inference: duplicate elimination δ over the outputs is the grouping γ by th
 may drop columns. WITH has been inlined
 before, so this covers aggregating CTEs too.
 
-What does not reduce this way is refused by name: an aggregating subquery joined
-with other tables, and aggregation over an aggregating subquery.
+What does not reduce this way (an aggregating subquery joined with other tables, aggregated again,
+under DISTINCT or filtered by a subquery) is left for build_plan.py, which reads it as a part of
+the view (algebra/plan.PartScan); an aggregating subquery inside another subquery is refused.
 """
 from __future__ import annotations
 
 from sqlglot import exp
 
-from .aggregates import has_aggregation
+from .clauses import has_aggregation
 from .checks import refuse
 from ..errors import UnsupportedQuery
 
@@ -42,18 +43,13 @@ def fold_aggregate_subquery(tree: exp.Expression) -> exp.Expression:
         raise refuse("a subquery that aggregates in the FROM of " + (
             "another subquery in FROM" if _in_from(nested[0].parent.parent) else "a scalar, EXISTS or IN subquery"))
     sub = subs[0]
-    if sub.parent is not src or tree.args.get("joins") or len(subs) > 1:
-        raise refuse("a subquery that aggregates joined with other tables (aggregation below a join)")
-    if tree.args.get("distinct") is not None:
-        raise refuse("DISTINCT over a subquery that aggregates")
-    if has_aggregation(tree):
-        raise refuse("aggregation over a subquery that aggregates (nested aggregation)")
+    where = tree.args.get("where")
+    if (sub.parent is not src or tree.args.get("joins") or len(subs) > 1 or tree.args.get("distinct") is not None
+            or has_aggregation(tree) or (where is not None and where.find(exp.Exists, exp.Subquery))):
+        return tree  # read as a part of the view, like a table (build_plan.py, algebra/plan.PartScan)
     for clause in ("order", "limit", "offset"):
         if tree.args.get(clause):
             raise refuse(clause.upper() if clause != "order" else "ORDER BY")
-    where = tree.args.get("where")
-    if where is not None and where.find(exp.Exists, exp.Subquery):
-        raise refuse("EXISTS / IN subqueries over a subquery that aggregates")
 
     inner = sub.this.copy()
     if inner.args.get("distinct") is not None and not inner.args.get("group") and not inner.args["distinct"].args.get("on"):

@@ -19,11 +19,6 @@ from .checks import refuse
 SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
 
 
-def has_aggregation(tree: exp.Select) -> bool:
-    return bool(tree.args.get("group") or tree.args.get("distinct") or tree.args.get("having")
-                or any(e.find(exp.AggFunc) for e in tree.expressions))
-
-
 def build_aggregate(tree: exp.Select, core: Node, outputs: list[tuple[str, exp.Expression]],
                     having_subqueries: list | None = None) -> Aggregate:
     """having_subqueries: the scalar subqueries of HAVING (semijoins.extract_having_subqueries),

@@ -19,12 +19,13 @@ from ..algebra.functional import many_to_many
 from ..algebra.ids import infer_ids
 from ..algebra.ids import hidden_name
 from ..algebra.placeholders import cache_column
-from ..algebra.plan import Aggregate, Join, Node, Project, Scan, Select, Union, scans
+from ..algebra.plan import ROW_KEY, Aggregate, Join, Node, PartScan, Project, Scan, Select, Union, scans
 from ..errors import UnknownObject, UnsupportedQuery
-from .aggregates import build_aggregate, has_aggregation
+from ..names import PART_SCHEMA
+from .aggregates import build_aggregate
 from .checks import refuse
 from .schema_checks import check_comparable, check_deterministic
-from .clauses import conjuncts, from_item, where_conjuncts
+from .clauses import aggregating_subqueries, conjuncts, from_item, has_aggregation, where_conjuncts
 from .outer_joins import expand as expand_outer_joins, guard_derived_outputs, has_outer_join, merge_filtered_sides
 from .semijoins import extract_having_subqueries, extract_subqueries
 from .schema import SchemaProvider
@@ -60,13 +61,14 @@ def _require_names(select: exp.Select) -> None:
 def build_view(schema: SchemaProvider, sql: str, selects: list[exp.Select], distinct: bool | None) -> CompiledView:
     """The view's plan from its checked SELECTs (checks.checked_branches): one SELECT (distinct is
     None), or the branches of a UNION [ALL]."""
+    parts: list[PartScan] = []  # the view's parts, numbered across its branches
     if distinct is None:
-        plan, aliases = _compile_select(schema, selects[0], first=True)
+        plan, aliases = _compile_select(schema, selects[0], first=True, parts=parts)
         return CompiledView(sql=sql, plan=plan, tables=aliases)
     branches: list[Project] = []
     aliases: dict[str, TableInfo] = {}
     for k, branch in enumerate(selects, 1):
-        plan, more = _compile_select(schema, branch, first=k == 1)
+        plan, more = _compile_select(schema, branch, first=k == 1, parts=parts)
         aliases.update(more)
         if isinstance(plan, Union):
             raise refuse("outer joins inside a UNION branch")
@@ -121,13 +123,54 @@ def _merge_joined_subqueries(tree: exp.Select) -> exp.Select:
     return tree
 
 
-def _compile_select(provider: SchemaProvider, select: exp.Select,
-                    first: bool) -> tuple[Project | Union | Aggregate, dict]:
+def _extract_parts(provider: SchemaProvider, select: exp.Select,
+                   parts: list[PartScan]) -> dict[str, tuple[PartScan, dict[str, TableInfo]]]:
+    """Each aggregating subquery in the SELECT's FROM compiled as a part of the view (PartScan),
+    typed as PostgreSQL types the subquery's outputs, and replaced by a reference to its table;
+    by part name, the part and the tables it reads (by alias, prefixed with the part's name)."""
+    found: dict[str, tuple[PartScan, dict[str, TableInfo]]] = {}
+    for sq in aggregating_subqueries(select):
+        alias = sq.args.get("alias")
+        if alias is None or not alias.name:
+            raise UnsupportedQuery("a subquery in FROM needs an alias: (SELECT ...) AS name")
+        if alias.columns:
+            raise refuse("a column list on the alias of a subquery that aggregates, AS q(a, b)")
+        definition = sq.this.copy()
+        plan, inner = _compile_select(provider, sq.this.copy(), first=True, parts=parts)
+        types = provider.output_types(definition)
+        if [n for n, _ in types] != [n for n, _ in plan.outputs]:
+            raise refuse(f"the subquery {alias.name} in FROM, whose output names PostgreSQL reads otherwise")
+        name = f"part_{len(parts) + 1}"
+        table = TableInfo(PART_SCHEMA, name, tuple(types) + ((ROW_KEY, "bigint"),), (ROW_KEY,),
+                          frozenset(plan.never_null_outputs()))
+        part = PartScan(alias=alias.name, table=table, plan=plan, part=name, definition=definition)
+        parts.append(part)
+        found[name] = (part, {f"{name}.{a}": t for a, t in inner.items()})
+        sq.replace(exp.Table(this=exp.to_identifier(name, quoted=True), db=exp.to_identifier(PART_SCHEMA, quoted=True),
+                             alias=exp.TableAlias(this=exp.to_identifier(alias.name, quoted=True))))
+    return found
+
+
+def _with_definitions(tree: exp.Expression, found: dict) -> exp.Expression:
+    """The query with each part's table replaced by its subquery again: what PostgreSQL can run."""
+    def fn(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Table) and node.db == PART_SCHEMA and node.name in found:
+            return exp.Subquery(this=found[node.name][0].definition.copy(), alias=node.args["alias"].copy())
+        return node
+
+    return tree.transform(fn)
+
+
+def _compile_select(provider: SchemaProvider, select: exp.Select, first: bool,
+                    parts: list[PartScan]) -> tuple[Project | Union | Aggregate, dict]:
     """One SELECT (a whole view, or a UNION branch) -> its plan and scan aliases."""
     if first:
         _require_names(select)
-    infos: dict[tuple[str, str], TableInfo] = {}
+    found = _extract_parts(provider, select, parts)
+    infos: dict[tuple[str, str], TableInfo] = {(PART_SCHEMA, n): p.table for n, (p, _) in found.items()}
     for table in select.find_all(exp.Table):
+        if table.db == PART_SCHEMA:
+            continue
         info = provider.table(table.db or None, table.name, only=bool(table.args.get("only")))
         infos[(info.schema, info.name)] = info
         table.set("db", exp.to_identifier(info.schema, quoted=True))
@@ -135,8 +178,8 @@ def _compile_select(provider: SchemaProvider, select: exp.Select,
         if not table.alias:
             table.set("alias", exp.TableAlias(this=exp.to_identifier(info.name, quoted=True)))
     schema = {s: {} for s, _ in infos}
-    for (s, n), info in infos.items():
-        schema[s][n] = {c: "unknown" for c in info.column_names}
+    for (s, n), info in infos.items():  # a part's row number is no column of its query (SELECT * skips it)
+        schema[s][n] = {c: "unknown" for c in info.column_names if s != PART_SCHEMA or c != ROW_KEY}
     try:
         # reflected names are exact (already case-folded by PostgreSQL): do not normalize them again
         mapping = MappingSchema(schema, dialect="postgres", normalize=False)
@@ -147,7 +190,7 @@ def _compile_select(provider: SchemaProvider, select: exp.Select,
     tree = merge_filtered_sides(_merge_joined_subqueries(merge_subqueries(tree)))
     if any(isinstance(sq.parent, (exp.From, exp.Join)) for sq in tree.find_all(exp.Subquery)):
         raise refuse("this subquery in FROM (it could not be merged into the outer query)")
-    check_deterministic(provider, tree)
+    check_deterministic(provider, _with_definitions(tree, found) if found else tree)
     check_comparable(provider, tree, infos)
 
     aliases: dict[str, TableInfo] = {}
@@ -155,6 +198,10 @@ def _compile_select(provider: SchemaProvider, select: exp.Select,
     def scan_of(t: exp.Expression) -> Scan:
         if not isinstance(t, exp.Table):
             raise refuse(f"{t.key} in FROM")
+        if t.db == PART_SCHEMA:
+            part, read = found[t.name]
+            aliases.update(read)  # the tables it reads, not a table of its own
+            return part
         info = infos[(t.db, t.name)]
         aliases[t.alias_or_name] = info
         return Scan(alias=t.alias_or_name, table=info)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..errors import UnsupportedQuery
-from .clauses import has_from
+from .clauses import aggregating_subqueries, has_from
 
 SUPPORTED = (
     "see docs/sql-support.md for what is (inner and outer joins, WHERE, [NOT] EXISTS / [NOT] IN over one table, "
@@ -128,11 +128,26 @@ def checked_branches(tree: exp.Expression) -> tuple[list[exp.Select], bool | Non
 
 
 def check_statement(tree: exp.Expression) -> exp.Select:
-    """The statement is a single SELECT of the supported shape."""
+    """The statement is a single SELECT of the supported shape; each subquery that aggregates in its
+    FROM (a part of the view, build_plan.py) is checked as a statement of its own."""
     if isinstance(tree, (exp.Union, exp.Except, exp.Intersect)):
         raise refuse(f"{tree.key.upper()} (set operations)")
     if not isinstance(tree, exp.Select):
         raise UnsupportedQuery(f"a view is defined by a SELECT statement, got {tree.key.upper()}")
+    parts = aggregating_subqueries(tree)
+    if parts:
+        for sq in parts:
+            check_statement(sq.this)
+        outer = tree.copy()
+        for sq in aggregating_subqueries(outer):
+            sq.replace(exp.Table(this=exp.to_identifier("part"), alias=sq.args.get("alias")))
+        _check_select(outer)
+        return tree
+    _check_select(tree)
+    return tree
+
+
+def _check_select(tree: exp.Select) -> None:
     for node_type, name in _REFUSED:
         if tree.find(node_type):
             raise refuse(name)
@@ -170,7 +185,8 @@ def check_statement(tree: exp.Expression) -> exp.Select:
             continue
         if id(sub) in in_where_at_all:
             continue  # a scalar subquery in WHERE or HAVING: semijoins checks its shape
-        raise refuse("scalar subqueries outside WHERE and HAVING (a subquery used as an output)")
+        raise refuse("scalar subqueries outside WHERE and HAVING (a subquery used as an output) other than an "
+                     "aggregate correlated only by equalities with the outer row")
     for node in tree.find_all(exp.Select):
         if node is not tree and not isinstance(node.parent, (exp.Subquery, exp.Exists)):
             raise refuse("scalar subqueries (a subquery used as a value)")
@@ -184,4 +200,3 @@ def check_statement(tree: exp.Expression) -> exp.Select:
     for node in tree.find_all(exp.Table):
         if isinstance(node.this, exp.Func) or node.args.get("joins"):
             raise refuse("table functions in FROM")
-    return tree

@@ -25,3 +25,17 @@ def conjuncts(e: exp.Expression | None) -> list[exp.Expression]:
 
 def where_conjuncts(tree: exp.Select) -> list[exp.Expression]:
     return conjuncts(tree.args["where"].this) if tree.args.get("where") else []
+
+
+def has_aggregation(tree: exp.Select) -> bool:
+    """Whether a SELECT groups or aggregates (GROUP BY, DISTINCT, HAVING, an aggregate in its outputs)."""
+    return bool(tree.args.get("group") or tree.args.get("distinct") or tree.args.get("having")
+                or any(e.find(exp.AggFunc) for e in tree.expressions))
+
+
+def aggregating_subqueries(select: exp.Select) -> list[exp.Subquery]:
+    """The subqueries that aggregate in this SELECT's own FROM and JOINs: the parts of a view
+    (algebra/plan.PartScan), each a statement of its own."""
+    return [sq for sq in select.find_all(exp.Subquery)
+            if isinstance(sq.parent, (exp.From, exp.Join)) and sq.parent.parent is select
+            and isinstance(sq.this, exp.Select) and has_aggregation(sq.this)]

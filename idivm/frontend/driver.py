@@ -21,6 +21,7 @@ from .constant_subqueries import inline_constant_subqueries
 from .ctes import inline_ctes
 from .parse_errors import describe
 from .quantified_comparisons import reduce_quantified_comparisons
+from .scalar_subqueries import decorrelate_scalar_subqueries
 from .schema import SchemaProvider
 from .schema_checks import check_deterministic
 from .setops import reduce_set_difference
@@ -61,6 +62,7 @@ REWRITES = (
     inline_constant_subqueries,  # EXISTS (SELECT 3) -> TRUE, a = (SELECT 3) -> a = (3) (constant_subqueries.py)
     reduce_quantified_comparisons,  # x op ANY / ALL (SELECT ...) in WHERE -> [NOT] EXISTS (quantified_comparisons.py)
     inline_aggregate_filters,  # sum(x) FILTER (WHERE c) -> sum(CASE WHEN c THEN x END) (aggregate_filters.py)
+    decorrelate_scalar_subqueries,  # (SELECT sum(v) FROM s WHERE s.k = r.k) as a value -> LEFT JOIN a grouping
     _refuse_unsupported,  # one refusal naming any construct no rewrite handles (checks.py)
     _drop_order,  # a top-level ORDER BY means nothing for a stored table (explain notes it)
     _normalize,  # unquoted identifiers fold to lower case, as PostgreSQL folds them

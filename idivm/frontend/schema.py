@@ -25,3 +25,7 @@ class SchemaProvider(Protocol):
 
     def has_equality(self, type_name: str) -> bool:
         """Whether values of the type can be compared (IS DISTINCT FROM) and grouped."""
+
+    def output_types(self, tree: exp.Expression) -> list[tuple[str, str]]:
+        """The output columns of a query, (name, SQL type) as the database types them (a subquery
+        that aggregates becomes a table of the view with these columns)."""

@@ -3,6 +3,7 @@ PostgreSQL's catalog, inside the registering transaction (probes run in savepoin
 rolled back, so nothing is left behind)."""
 from __future__ import annotations
 
+import json
 import re
 
 import psycopg
@@ -90,6 +91,19 @@ class PostgresSchema:
             raise UnsupportedQuery(f"PostgreSQL rejected the view's query: {first}") from None
         calls = _CALLS.findall(action or "")
         return ({int(n) for kind, n in calls if kind != "opno"}, {int(n) for kind, n in calls if kind == "opno"})
+
+    def output_types(self, tree: exp.Expression) -> list[tuple[str, str]]:
+        """PostgreSQL types the query as a temporary view (in a savepoint rolled back): its columns'
+        names and types, as format_type prints them."""
+        try:
+            columns = probe(self.conn, f"CREATE TEMP VIEW {PROBE} AS {tree.sql('postgres')}; "
+                            "SELECT CAST(json_agg(json_build_array(attname, format_type(atttypid, atttypmod)) "
+                            f"ORDER BY attnum) AS text) FROM pg_attribute WHERE attrelid = '{PROBE}'::regclass "
+                            "AND attnum > 0")
+        except psycopg.Error as e:
+            first = str(e).splitlines()[0]
+            raise UnsupportedQuery(f"PostgreSQL rejected the view's query: {first}") from None
+        return [(n, t) for n, t in json.loads(columns)]
 
     def has_equality(self, type_name: str) -> bool:
         """What maintenance needs of a type: = (IS DISTINCT FROM) and grouping."""

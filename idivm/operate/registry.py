@@ -69,7 +69,8 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
     sync_logging(conn)  # this (deferred) view reads them: tables read by immediate views alone log again
     catalog.insert_diff_schemas(conn, view_id, [
         (ds.scan, captured[(ds.table.schema, ds.table.name)], ds.kind, ds.attrs, ds.conditional, ds.label())
-        for ds in ([] if isinstance(target, HigherOrderTarget) else diff_schemas_of(plan))])
+        for ds in ([] if isinstance(target, HigherOrderTarget) else diff_schemas_of(plan))
+        if (ds.table.schema, ds.table.name) in captured])  # a part's table is the view's own, not captured
     install_view_function(conn, view_id, program)  # CALL idivm.maintain_call(...), idivm.maintain(...) run it
     catalog.insert_derivations(conn, view_id, program.derivations)
     create_tables(conn, target, fill)

@@ -77,8 +77,8 @@ class Binding:
     def step(self, step: Step) -> Step:
         changes = {f.name: self.value(getattr(step, f.name)) for f in fields(step)
                    if f.name not in ("driven_by", "name")}
-        if step.driven_by is not None:
-            changes["driven_by"] = self.captured[step.driven_by]
+        if step.driven_by is not None:  # a part's changes are no captured table's: the step always runs
+            changes["driven_by"] = None if R.is_part(step.driven_by) else self.captured[step.driven_by]
         if isinstance(step, CreateScratch):
             changes["name"] = scratch_name(self.view_id, step.name)
         return replace(step, **changes)

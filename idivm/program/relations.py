@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from ..names import display_name
+from ..names import PART_SCHEMA, display_name, own_table
 from .trees import ident
 
 DELTA, BASE, VIEW, SCRATCH, RETURNED = "@delta", "@base", "@view", "@scratch", "@returned"
@@ -57,8 +57,21 @@ def _table(kind: str, name: str, schema: str | None = None, alias: str | None = 
 
 def delta(schema: str, name: str, alias: str | None = None) -> exp.Table:
     """Δ[t]: the i-diff instance of base table t for this maintenance, named by the table
-    (table_key) as the compiler names it; registration binds it to t's captured id."""
+    (table_key) as the compiler names it; registration binds it to t's captured id. A part's
+    (names.PART_SCHEMA) is a scratch relation its own steps fill (rules/part.py)."""
+    if schema == PART_SCHEMA:
+        return scratch(part_delta(name), alias)
     return _table(DELTA, table_key(schema, name), alias=alias)
+
+
+def is_part(key: str) -> bool:
+    """Whether a table key (table_key) names a part's table rather than a base table."""
+    return key.startswith(table_key(PART_SCHEMA, "x")[:-1])
+
+
+def part_delta(part: str) -> str:
+    """The scratch relation holding the i-diff of a part's table (its rows' changes in this maintenance)."""
+    return f"idivm_delta_{part}"
 
 
 def captured_delta(captured_id: int, of: str, alias: str | None = None) -> exp.Table:
@@ -74,7 +87,10 @@ def table_key(schema: str, name: str) -> str:
 
 
 def base(schema: str, name: str, alias: str | None = None) -> exp.Table:
-    """A base table in the post-state (the maintenance snapshot)."""
+    """A base table in the post-state (the maintenance snapshot); a part's (names.PART_SCHEMA):
+    the view's own table that holds it, as its steps left it."""
+    if schema == PART_SCHEMA:
+        return view(*own_table(None, name), alias)
     return _table(BASE, name, schema, alias)
 
 

@@ -8,7 +8,7 @@ relations are abstract (program/relations.py) until an engine binds them, so not
 PostgreSQL text: the PostgreSQL engine renders a DeleteMatching as ``DELETE ... USING``, another
 engine as an anti-join.
 
-Steps run in phases (PHASES): deletes, then updates, then inserts, then a grouped view's
+Steps run in phases (PHASES), within stages (a view's parts, then the view): deletes, then updates, then inserts, then a grouped view's
 recomputation. Every step reads post-state base tables and effective i-diffs, so within those
 phases order does not matter; deleting first means an insert never collides with a row that a
 later delete removes.
@@ -52,6 +52,9 @@ class Step:
     # table id once registration bound the program (bind.py)
     driven_by: int | str | None = None
     role: str = VIEW_ROLE  # what it maintains: the view, or an intermediate cache of it
+    # a view that reads parts (algebra/plan.PartScan) runs each part's steps, then its own: stage k
+    # is the k-th part's (from 0), the view's own steps come last
+    stage: int = 0
 
 
 @dataclass(kw_only=True)
@@ -177,5 +180,5 @@ class Program:
     derivations: list[str] = field(default_factory=list)
 
     def ordered(self) -> list[Step]:
-        """Steps by phase; within a phase in the order emitted (a stable sort)."""
-        return sorted(self.steps, key=lambda s: s.phase)
+        """Steps by stage, then phase; within a phase in the order emitted (a stable sort)."""
+        return sorted(self.steps, key=lambda s: (s.stage, s.phase))

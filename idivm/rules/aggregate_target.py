@@ -3,12 +3,13 @@ the specialized SUM/COUNT/AVG rules, rules/aggregate_sum.py) the hidden operator
 its rows carry. Shared by the general rule (rules/aggregate.py) and the specialized ones."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
 from ..algebra.placeholders import CacheColumn
 from ..algebra.plan import Aggregate
+from ..names import SELF, own_part
 from ..program.trees import all_of, col, eq
 from .spj import MaintainedTable, SpjTarget
 from .union import UnionTarget
@@ -48,6 +49,7 @@ class AggregateTarget(MaintainedTable):
     # set when the specialized SUM/COUNT/AVG rules apply (aggregate_sum.choose_rule): the
     # aggregated cache columns, each with whether it is summed
     sum_args: dict[str, bool] | None = None
+    parts: list = field(default_factory=list)  # the targets of the parts it reads (rules/part.py), maintained first
 
     @property
     def operator(self) -> Aggregate:
@@ -60,14 +62,20 @@ class AggregateTarget(MaintainedTable):
         return [] if self.agg.no_cache else [self.cache]
 
     @property
+    def _own(self) -> str:
+        """"" for the view's own grouping, "_part_<k>" for a part's (their scratch relations differ)."""
+        part = own_part(self.name)
+        return "" if part == SELF else f"_{part}"
+
+    @property
     def affected(self) -> str:
         """Scratch relation: the groups this maintenance touches."""
-        return "idivm_affected"
+        return f"idivm_affected{self._own}"
 
     @property
     def group_deltas(self) -> str:
         """Scratch relation: per-group sums of the signed changes (specialized rules)."""
-        return "idivm_group_deltas"
+        return f"idivm_group_deltas{self._own}"
 
     @property
     def columns(self) -> list[str]:

@@ -6,7 +6,7 @@ sqlglot trees; relations stay abstract (program/relations.py) until an engine re
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
@@ -41,6 +41,11 @@ class SpjTarget(MaintainedTable):
     name: str
     plan: Project
     branch: int | None = None  # UNION ALL branch number b, whose rows this target maintains
+    parts: list = field(default_factory=list)  # the targets of the parts it reads (rules/part.py), maintained first
+
+    @property
+    def operator(self) -> Project:
+        return self.plan
 
     @property
     def scan_alias(self) -> dict[str, str]:

@@ -9,7 +9,7 @@ branch's rows; inserts resolve conflicts on the branch's partial unique index.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..algebra.plan import BRANCH_COLUMN, Union, scans
 from ..program.steps import Program
@@ -22,6 +22,7 @@ class UnionTarget(MaintainedTable):
     schema: str
     name: str
     union: Union
+    parts: list = field(default_factory=list)  # the targets of the parts it reads (rules/part.py), maintained first
 
     @property
     def operator(self) -> Union:

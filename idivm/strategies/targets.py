@@ -12,18 +12,20 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from ..algebra.plan import Aggregate, Project, Union, walk
+from ..algebra.plan import ROW_KEY, Aggregate, Project, Union, bind_parts, part_scans, walk
 from ..errors import IdivmError, UnsupportedQuery
 from ..names import SELF, own_part, own_table
 from ..program.steps import Program
 from ..rules import RULES
 from ..rules.aggregate_sum import EXACT_TYPE_OIDS, choose_rule
 from ..rules.aggregate_target import AggregateTarget
+from ..rules.part import part_program
 from ..rules.diff_schemas import base_diff_schemas
 from .higher_order.target import STRATEGY as HIGHER_ORDER, HigherOrderTarget, higher_order_program, make_higher_order_target
 from .id import id_program
 from ..rules.spj import SpjTarget, full_query
-from ..program.trees import col, select, subquery
+from ..program.relations import VIEW, relation_of
+from ..program.trees import alias, col, select, subquery
 from .tuple import tuple_program
 from ..rules.union import UnionTarget
 
@@ -37,8 +39,20 @@ def compile_target(plan, strategy: str, column_types=None, definition: str | Non
     strategy which sums it can keep exactly. `definition`: the view's SQL (the higher-order
     strategy types its table by it)."""
     if strategy != HIGHER_ORDER:
+        parts = part_scans(plan)
+        if parts and column_types is not None:
+            column_types = _over_part_definitions(column_types, parts)
         target = make_target(plan, strategy, column_types)
-        return target, build_program(target, strategy, minimized)
+        program = build_program(target, strategy, minimized)
+        if not parts:
+            return target, program
+        target.parts = [make_target(p.plan, strategy, column_types, part=p.part) for p in parts]
+        programs = [part_program(t, p.part, build_program(t, strategy, minimized), list(p.table.column_names), k)
+                    for k, (p, t) in enumerate(zip(parts, target.parts))]
+        for st in program.steps:
+            st.stage = len(parts)
+        return target, Program(strategy=program.strategy, steps=[st for pr in programs for st in pr.steps] + program.steps,
+                               derivations=[d for pr in programs for d in pr.derivations] + program.derivations)
     schema, name = own_table(None, SELF)
     target = make_higher_order_target(schema, name, plan, definition or "", _sum_types(plan, column_types))
     return target, higher_order_program(target)
@@ -53,7 +67,7 @@ def make_target(plan, strategy: str, column_types=None, part: str = SELF):
         raise UnsupportedQuery("a scalar subquery compared in WHERE or HAVING (a nested aggregate) is maintained "
                                "only by --strategy higher-order (or auto)")
     if isinstance(plan, Aggregate):
-        cache = make_target(plan.cache, strategy, part="cache")
+        cache = make_target(plan.cache, strategy, part="cache" if part == SELF else f"{part}_cache")
         target = AggregateTarget(schema=schema, name=name, agg=plan, cache=cache)
         if column_types is not None:
             choose_rule(target, column_types)
@@ -65,14 +79,34 @@ def make_target(plan, strategy: str, column_types=None, part: str = SELF):
 
 def bind_target(target, view_id: int):
     """The target with its own tables bound to the view's id (as program/bind.py binds its program):
-    what registration creates and fills."""
+    what registration creates and fills. Its plan's parts are named as bound, in place (the
+    queries that fill its tables read them)."""
     schema, name = own_table(view_id, own_part(target.name))
     changes = {"schema": schema, "name": name}
     if isinstance(target, HigherOrderTarget):
         changes["view_id"] = view_id
     if isinstance(target, AggregateTarget):
         changes["cache"] = bind_target(target.cache, view_id)
+    if getattr(target, "parts", None):
+        changes["parts"] = [bind_target(p, view_id) for p in target.parts]
+        bind_parts(target.operator, view_id, own_table)
     return replace(target, **changes)
+
+
+def _over_part_definitions(column_types, parts):
+    """column_types for queries that read parts, which do not exist before registration: each
+    part's table read as its defining subquery (with a row number of the same type)."""
+    by_name = {own_table(None, p.part)[1]: p for p in parts}
+
+    def fn(node: exp.Expression) -> exp.Expression:
+        rel = relation_of(node)
+        if rel is None or rel.kind != VIEW or rel.name not in by_name:
+            return node
+        rows = select([exp.Star(), alias(exp.cast(exp.null(), "bigint"), ROW_KEY)],
+                      [subquery(by_name[rel.name].definition.copy(), "d")])
+        return subquery(rows, node.alias_or_name)
+
+    return lambda query: column_types(query.transform(fn))
 
 
 SUM_TYPE_NAMES = {20: "bigint", 1700: "numeric"}  # the types SUM over an exact type has
@@ -119,9 +153,14 @@ def build_program(target, strategy: str, minimized: bool = True, row_ids: dict |
 
 
 def diff_schemas_of(plan):
-    """Base-table i-diff schemas of every SPJ part of a plan."""
+    """Base-table i-diff schemas of every SPJ part of a plan (a part's table's among them), and of
+    its parts' plans."""
+    return _diff_schemas(plan) + [s for p in part_scans(plan) for s in diff_schemas_of(p.plan)]
+
+
+def _diff_schemas(plan):
     if isinstance(plan, Aggregate):
-        return diff_schemas_of(plan.cache)
+        return _diff_schemas(plan.cache)
     if isinstance(plan, Union):
         return [s for b in plan.branches for s in base_diff_schemas(b)]
     assert isinstance(plan, Project)

@@ -5,7 +5,7 @@ from typing import Callable
 
 from sqlglot import exp
 
-from ...algebra.plan import BRANCH_COLUMN, scans
+from ...algebra.plan import BRANCH_COLUMN, ROW_KEY, scans
 from ...frontend.driver import parse_one
 from ...program.trees import alias, select, subquery
 from ...rules.aggregate import group_select
@@ -100,15 +100,18 @@ def create_union_table(conn, t: UnionTarget, fill: Fill = create_as, group_looku
 
 
 def create_tables(conn, target, fill: Fill = create_as) -> None:
-    """Create, fill and ANALYZE whatever a target consists of (SPJ view, UNION ALL, grouped view + cache):
-    without statistics the first maintenances' plans over a fresh cache or view can be far off."""
-    _create(conn, target, fill)
+    """Create, fill and ANALYZE whatever a target consists of (SPJ view, UNION ALL, grouped view + cache,
+    the parts it reads first): without statistics the first maintenances' plans over a fresh cache or
+    view can be far off. A view that reads parts is filled by PostgreSQL, whichever engine `fill` is:
+    its query reads the parts' tables, which only this transaction sees yet."""
+    parts = getattr(target, "parts", [])
+    for part in parts:
+        _create(conn, part, create_as)
+        run(conn, f"ALTER TABLE {table_of(part)} ADD COLUMN {ident(ROW_KEY)} bigint GENERATED ALWAYS AS IDENTITY UNIQUE")
+    _create(conn, target, create_as if parts else fill)
     key_for_readers(conn, table_of(target))
-    for table in tables_of(target):
+    for table in [t for p in parts for t in tables_of(p)] + tables_of(target):
         run(conn, f"ANALYZE {table}")
-
-
-ROW_KEY = "__idivm_row"
 
 
 def key_for_readers(conn, table: str) -> None:

@@ -1,0 +1,148 @@
+"""Scalar subqueries used as values in the outputs, decorrelated into a LEFT JOIN with a subquery
+that groups by what the correlation compares.
+
+    SELECT r.a, (SELECT sum(s.v) FROM s WHERE s.k = r.b AND s.v > 0) AS t FROM r
+ -> SELECT r.a, ("__idivm_s1"."v1") AS t FROM r
+      LEFT JOIN (SELECT s.k AS k1, SUM(s.v) AS v1 FROM s WHERE s.v > 0 GROUP BY s.k) AS "__idivm_s1"
+        ON "__idivm_s1"."k1" = r.b
+
+A subquery that aggregates without GROUP BY has exactly one row for each outer row: its aggregates
+over the rows its correlated equalities select. Grouped by the inner sides of those equalities, the
+same rows form one group per value, which the outer row finds by the join (a NULL on either side of
+an equality matches nothing in both forms). Where no row matches, the LEFT JOIN gives NULL, which
+is what SUM, AVG, MIN and MAX of no rows are; COUNT of no rows is 0, so a count is read through
+COALESCE (the "count bug" of decorrelation, Kim's and Ganski-Wong's, avoided): each aggregate is
+replaced by its own value for no rows, and the expression around them is evaluated as written.
+The grouped subquery is then a part of the view (build_plan.py, algebra/plan.PartScan), maintained
+by the i-diff rules; the same holds inside an aggregate of a grouped query (`SUM(b * (SELECT ...))`:
+the value joins each row before the grouping), and outside the aggregates of a query with GROUP BY
+(its correlation can only read group keys, so its value is one per group and joins the GROUP BY).
+
+Left as they are, and so refused by checks.py: subqueries correlated otherwise than by equalities
+of an inner and an outer expression, with GROUP BY, DISTINCT, HAVING, LIMIT or a subquery in FROM,
+with no aggregate (they may return several rows), whose aggregates read the outer row, and a
+subquery outside the aggregates of a query that aggregates without GROUP BY (one row even over no
+rows, which a join cannot give).
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from .clauses import conjuncts, from_item, has_from
+
+_CLAUSES = ("group", "having", "distinct", "limit", "offset", "order", "qualify", "windows", "with", "with_",
+            "laterals", "fetch")
+
+
+def decorrelate_scalar_subqueries(tree: exp.Expression) -> exp.Expression:
+    if not isinstance(tree, exp.Select) or not has_from(tree):
+        return tree
+    tree = tree.copy()
+    grouped = bool(tree.args.get("group") or tree.args.get("distinct") or tree.args.get("having")) or any(
+        a.find_ancestor(exp.Subquery) is None for e in tree.expressions for a in e.find_all(exp.AggFunc))
+    found = 0
+    for output in list(tree.expressions):
+        for sq in _outermost_subqueries(output):
+            inside_aggregate = sq.find_ancestor(exp.AggFunc) is not None
+            if grouped and not inside_aggregate and not tree.args.get("group"):
+                continue
+            decorrelated = _decorrelate(sq.this, f"__idivm_s{found + 1}")
+            if decorrelated is None:
+                continue
+            found += 1
+            part, on, value, columns = decorrelated
+            _cross_joins(tree)
+            tree.join(part, on=on, join_type="left", copy=False)
+            sq.replace(value)
+            if grouped and not inside_aggregate:
+                group = tree.args["group"]
+                group.set("expressions", group.expressions + columns)
+    return tree
+
+
+def _outermost_subqueries(e: exp.Expression) -> list[exp.Subquery]:
+    """The scalar subqueries of an output expression that are not inside another subquery."""
+    return [sq for sq in e.find_all(exp.Subquery)
+            if isinstance(sq.this, exp.Select) and not isinstance(sq.parent, (exp.In, exp.Exists))
+            and not any(isinstance(a, (exp.Subquery, exp.Exists)) for a in _ancestors(sq, e))]
+
+
+def _ancestors(node: exp.Expression, top: exp.Expression) -> list[exp.Expression]:
+    out, at = [], node.parent
+    while at is not None and at is not top:
+        out.append(at)
+        at = at.parent
+    return out
+
+
+def _cross_joins(tree: exp.Select) -> None:
+    """`FROM a, b` as `FROM a CROSS JOIN b`: a join appended after a comma could not read `a` in ON."""
+    for join in tree.args.get("joins") or []:
+        if not join.args.get("on") and not join.args.get("using") and not join.side and not join.kind:
+            join.set("kind", "CROSS")
+
+
+def _decorrelate(inner: exp.Select, name: str):
+    """(the grouped subquery aliased `name`, the join condition, the value, its columns) for a
+    subquery of the shape the module docstring says; None for any other."""
+    if any(inner.args.get(k) for k in _CLAUSES) or not has_from(inner) or len(inner.expressions) != 1:
+        return None
+    sources = [from_item(inner)] + [j.this for j in inner.args.get("joins") or []]
+    if not all(isinstance(s, exp.Table) for s in sources):
+        return None
+    own = {s.alias_or_name for s in sources}
+
+    def reads(e: exp.Expression) -> tuple[bool, bool]:
+        """(reads an inner column, reads an outer one); an unqualified column is the inner query's,
+        as PostgreSQL resolves it when the inner tables have it (else qualifying it fails later)."""
+        tables = [c.table for c in e.find_all(exp.Column)]
+        return any(t in own or not t for t in tables), any(t and t not in own for t in tables)
+
+    def inner_only(e: exp.Expression) -> bool:
+        return not e.find(exp.Subquery, exp.Exists) and not reads(e)[1]
+
+    if not all(inner_only(j.args["on"]) for j in inner.args.get("joins") or [] if j.args.get("on") is not None):
+        return None
+    where = inner.args.get("where")
+    local, keys = [], []  # (inner side, outer side) of each correlated equality
+    for c in conjuncts(where.this if where is not None else None):
+        if inner_only(c):
+            local.append(c.copy())
+            continue
+        if not isinstance(c, exp.EQ) or c.find(exp.Subquery, exp.Exists):
+            return None
+        sides = [(reads(s), s) for s in (c.this, c.expression)]
+        inner_side = [s for (i, o), s in sides if i and not o]
+        outer_side = [s for (i, o), s in sides if o and not i]
+        if len(inner_side) != 1 or len(outer_side) != 1 or outer_side[0].find(exp.AggFunc):
+            return None
+        keys.append((inner_side[0].copy(), outer_side[0].copy()))
+    value = inner.expressions[0].unalias().copy()
+    aggregates = list(value.find_all(exp.AggFunc))
+    if not aggregates or not all(inner_only(a) for a in aggregates) or value.find(exp.Subquery, exp.Exists):
+        return None
+    alias = exp.to_identifier(name, quoted=True)
+    outs = [exp.alias_(k, f"k{i}", quoted=True) for i, (k, _) in enumerate(keys, 1)]
+    columns = []
+    for j, a in enumerate(aggregates, 1):
+        outs.append(exp.alias_(a.copy(), f"v{j}", quoted=True))
+        column = exp.Column(this=exp.to_identifier(f"v{j}", quoted=True), table=alias.copy())
+        columns.append(column)
+        empty = exp.Coalesce(this=column.copy(), expressions=[exp.Literal.number(0)]) if isinstance(a, exp.Count) \
+            else column.copy()
+        if a is value:
+            value = empty
+        else:
+            a.replace(empty)
+    if reads(value)[0]:  # an inner column outside the aggregates: PostgreSQL rejects it
+        return None
+    part = exp.select(*outs).from_(sources[0].copy())
+    for j in inner.args.get("joins") or []:
+        part.append("joins", j.copy())
+    if local:
+        part = part.where(exp.and_(*local), copy=False)
+    if keys:
+        part = part.group_by(*[k.copy() for k, _ in keys], copy=False)
+    on = exp.and_(*[exp.EQ(this=exp.Column(this=exp.to_identifier(f"k{i}", quoted=True), table=alias.copy()),
+                           expression=o) for i, (_, o) in enumerate(keys, 1)]) if keys else exp.true()
+    return exp.Subquery(this=part, alias=exp.TableAlias(this=alias)), on, exp.Paren(this=value), columns
