@@ -13,13 +13,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .algebra.plan import base_tables
+from .algebra.plan import base_tables, has_nested_aggregates
+from .errors import UnsupportedQuery
 from .frontend.build_plan import CompiledView
-from .frontend.driver import compile_view_sql
+from .frontend.driver import FIRST_ORDER_REWRITES, compile_view_sql
 from .frontend.schema import SchemaProvider
 from .program.bind import bind
 from .program.steps import Program
 from .strategies.choose import AUTO, resolve_auto
+from .strategies.higher_order.target import STRATEGY as HIGHER_ORDER
 from .strategies.targets import bind_target, compile_target
 
 ColumnTypes = Callable[[object], list[int]]  # a query tree -> the type OIDs of its columns
@@ -55,15 +57,32 @@ def compile_view(sql: str, schema: SchemaProvider, strategy: str, column_types: 
                  minimized: bool = True) -> Compilation:
     """Compile `sql` under `strategy` (auto: the first strategy that maintains it, strategies/choose.py).
     UnsupportedQuery (and the frontend's errors) refuse the view, with one line naming the construct."""
-    view = compile_view_sql(schema, sql)
+    try:
+        view = compile_view_sql(schema, sql)
+    except UnsupportedQuery as e:  # a nested aggregate the higher-order strategy's form refuses (one over
+        try:  # joins): the first-order strategies' form may still read it, decorrelated
+            view = compile_view_sql(schema, sql, FIRST_ORDER_REWRITES)
+        except UnsupportedQuery:
+            raise e from None
+    first_order: list[CompiledView] = []
+
+    def view_for(name: str) -> CompiledView:
+        """The higher-order strategy keeps nested aggregates as nested counts; the first-order ones
+        read them decorrelated into parts of the view (frontend/scalar_subqueries.py)."""
+        if name == HIGHER_ORDER or not has_nested_aggregates(view.plan):
+            return view
+        if not first_order:
+            first_order.append(compile_view_sql(schema, sql, FIRST_ORDER_REWRITES))
+        return first_order[0]
 
     def attempt(name: str):
-        return compile_target(view.plan, name, column_types, sql, minimized)
+        compiled = view_for(name)
+        return compiled, compile_target(compiled.plan, name, column_types, sql, minimized)
 
     why = None
     if strategy == AUTO:
-        strategy, why, (target, program) = resolve_auto(view.plan, attempt)
+        strategy, why, (view, (target, program)) = resolve_auto(view.plan, attempt)
         program.derivations.insert(0, f"strategy auto: {strategy}, because {why}")
     else:
-        target, program = attempt(strategy)
+        view, (target, program) = attempt(strategy)
     return Compilation(view, strategy, why, target, program)

@@ -88,7 +88,7 @@ class SubqueryPredicate:
     where: exp.Expression | None  # the subquery's WHERE (and its joins' ON), over its aliases and outer scans
     in_lhs: exp.Expression | None = None  # for `lhs [NOT] IN (SELECT col ...)`
     in_col: exp.Expression | None = None
-    scalar: exp.Expression | None = None  # a scalar subquery's aggregate (only the higher-order strategy keeps them)
+    scalar: exp.Expression | None = None  # a scalar subquery's aggregate (the higher-order strategy's plans keep them)
     joined: list[tuple[str, TableInfo]] = field(default_factory=list)
 
     def tables(self) -> list[tuple[str, TableInfo]]:
@@ -182,7 +182,7 @@ class Aggregate:
     # why the intermediate cache is skipped (footnote 6: a many-to-many join), None if it is kept
     no_cache: str | None = None
     # scalar subqueries of HAVING, each in `having` as a placeholders.SubqueryValue, their correlated
-    # columns written as cache placeholders of group keys (only the higher-order strategy keeps them)
+    # columns written as cache placeholders of group keys (the higher-order strategy's plans keep them)
     having_subqueries: list[SubqueryPredicate] = field(default_factory=list)
 
     @property
@@ -293,6 +293,13 @@ def bind_parts(plan, view_id: int, own_table) -> None:
         for sq in node.subqueries if isinstance(node, Project) else []:
             sq.table, sq.joined = bound(sq.table), [(a, bound(t)) for a, t in sq.joined]
             rename(sq.where)
+
+
+def has_nested_aggregates(plan) -> bool:
+    """Whether a plan keeps a scalar subquery compared in WHERE or HAVING (a nested aggregate)."""
+    return any(sq.scalar is not None for p in walk(plan.cache if isinstance(plan, Aggregate) else plan)
+               if isinstance(p, Project) for sq in p.subqueries) or (
+        isinstance(plan, Aggregate) and bool(plan.having_subqueries))
 
 
 def has_subquery(e: exp.Expression) -> bool:

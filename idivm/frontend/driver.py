@@ -21,7 +21,7 @@ from .constant_subqueries import inline_constant_subqueries
 from .ctes import inline_ctes
 from .parse_errors import describe
 from .quantified_comparisons import reduce_quantified_comparisons
-from .scalar_subqueries import decorrelate_scalar_subqueries
+from .scalar_subqueries import decorrelate_nested_aggregates, decorrelate_scalar_subqueries
 from .schema import SchemaProvider
 from .schema_checks import check_deterministic
 from .setops import reduce_set_difference
@@ -72,9 +72,16 @@ REWRITES = (
 )
 
 
-def compile_view_sql(schema: SchemaProvider, sql: str) -> CompiledView:
+# The first-order strategies' frontend: nested aggregates compared in WHERE and HAVING decorrelated
+# too, into parts of the view, which the i-diff rules maintain (the higher-order strategy keeps them
+# as nested counts and sums, from REWRITES' plan; compiler.py gives each strategy its plan).
+FIRST_ORDER_REWRITES = tuple(decorrelate_nested_aggregates if r is decorrelate_scalar_subqueries else r
+                             for r in REWRITES)
+
+
+def compile_view_sql(schema: SchemaProvider, sql: str, rewrites=REWRITES) -> CompiledView:
     parsed = tree = parse_one(sql)
-    for rewrite in REWRITES:
+    for rewrite in rewrites:
         tree = rewrite(tree)
     selects, distinct = checked_branches(tree)
     view = build_view(schema, sql, selects, distinct)

@@ -35,16 +35,32 @@ _CLAUSES = ("group", "having", "distinct", "limit", "offset", "order", "qualify"
 
 
 def decorrelate_scalar_subqueries(tree: exp.Expression) -> exp.Expression:
+    """The scalar subqueries of the outputs (every strategy's frontend: none keeps them otherwise)."""
+    return _decorrelated(tree, where=False)
+
+
+def decorrelate_nested_aggregates(tree: exp.Expression) -> exp.Expression:
+    """Those of the outputs, WHERE and HAVING: the first-order strategies' frontend. A scalar subquery
+    compared in WHERE or HAVING (a nested aggregate) is the same value per row or group; the
+    higher-order strategy keeps those as nested counts and sums instead (compiler.py chooses)."""
+    return _decorrelated(tree, where=True)
+
+
+def _decorrelated(tree: exp.Expression, where: bool) -> exp.Expression:
     if not isinstance(tree, exp.Select) or not has_from(tree):
         return tree
     tree = tree.copy()
     grouped = bool(tree.args.get("group") or tree.args.get("distinct") or tree.args.get("having")) or any(
         a.find_ancestor(exp.Subquery) is None for e in tree.expressions for a in e.find_all(exp.AggFunc))
+    # (expression, whether it is evaluated per group: outputs and HAVING of a grouped query; WHERE per row)
+    places = [(e, grouped) for e in tree.expressions]
+    if where:
+        places += [(tree.args[k].this, k == "having") for k in ("where", "having") if tree.args.get(k) is not None]
     found = 0
-    for output in list(tree.expressions):
-        for sq in _outermost_subqueries(output):
+    for place, per_group in places:
+        for sq in _outermost_subqueries(place):
             inside_aggregate = sq.find_ancestor(exp.AggFunc) is not None
-            if grouped and not inside_aggregate and not tree.args.get("group"):
+            if per_group and not inside_aggregate and not tree.args.get("group"):
                 continue
             decorrelated = _decorrelate(sq.this, f"__idivm_s{found + 1}")
             if decorrelated is None:
@@ -54,7 +70,7 @@ def decorrelate_scalar_subqueries(tree: exp.Expression) -> exp.Expression:
             _cross_joins(tree)
             tree.join(part, on=on, join_type="left", copy=False)
             sq.replace(value)
-            if grouped and not inside_aggregate:
+            if per_group and not inside_aggregate:
                 group = tree.args["group"]
                 group.set("expressions", group.expressions + columns)
     return tree

@@ -1,10 +1,12 @@
 """--strategy auto: the id or the higher-order strategy for a view, by a heuristic on its plan,
 from what scripts/bench_higher_order.py measured (docs/benchmarks.md, "higher-order"):
 
-- a view with EXISTS / IN subqueries or nested aggregates (scalar subqueries, which only the
-  higher-order strategy maintains) goes to higher-order when that strategy translates it: the id
-  strategy re-derives every outer row a change of the subquery's table may affect, many times the
-  work of the subquery's counts kept as maps (TPC-H Q4's shape, docs/benchmarks.md);
+- a view with EXISTS / IN subqueries or nested aggregates (scalar subqueries compared in WHERE or
+  HAVING, which the first-order strategies read decorrelated into parts of the view where they are
+  correlated by equalities, and refuse otherwise) goes to higher-order when that strategy
+  translates it: the id strategy re-derives every outer row a change of the subquery's table may
+  affect, many times the work of the subquery's counts kept as maps (TPC-H Q4's shape,
+  docs/benchmarks.md);
 - every other view goes to id, which maintained the join-aggregates Q3 and V' faster than the
   maps at batches of 100 and 10,000;
 - a view the higher-order strategy refuses goes to id.

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from ..algebra.plan import ROW_KEY, Aggregate, Project, Union, bind_parts, part_scans, walk
+from ..algebra.plan import ROW_KEY, Aggregate, Project, Union, bind_parts, has_nested_aggregates, part_scans
 from ..errors import IdivmError, UnsupportedQuery
 from ..names import SELF, own_part, own_table
 from ..program.steps import Program
@@ -61,11 +61,9 @@ def compile_target(plan, strategy: str, column_types=None, definition: str | Non
 def make_target(plan, strategy: str, column_types=None, part: str = SELF):
     """A first-order strategy's target for the plan (compile_target)."""
     schema, name = own_table(None, part)
-    nested = any(sq.scalar is not None for p in walk(plan.cache if isinstance(plan, Aggregate) else plan)
-                 if isinstance(p, Project) for sq in p.subqueries)
-    if nested or (isinstance(plan, Aggregate) and plan.having_subqueries):
-        raise UnsupportedQuery("a scalar subquery compared in WHERE or HAVING (a nested aggregate) is maintained "
-                               "only by --strategy higher-order (or auto)")
+    if has_nested_aggregates(plan):  # one the first-order frontend could not decorrelate (compiler.py)
+        raise UnsupportedQuery("a scalar subquery compared in WHERE or HAVING (a nested aggregate) correlated "
+                               "otherwise than by equalities is maintained only by --strategy higher-order (or auto)")
     if isinstance(plan, Aggregate):
         cache = make_target(plan.cache, strategy, part="cache" if part == SELF else f"{part}_cache")
         target = AggregateTarget(schema=schema, name=name, agg=plan, cache=cache)
