@@ -94,7 +94,7 @@ def _ancestors(node: exp.Expression, top: exp.Expression) -> list[exp.Expression
 def _cross_joins(tree: exp.Select) -> None:
     """`FROM a, b` as `FROM a CROSS JOIN b`: a join appended after a comma could not read `a` in ON."""
     for join in tree.args.get("joins") or []:
-        if not join.args.get("on") and not join.args.get("using") and not join.side and not join.kind:
+        if not any(join.args.get(k) for k in ("on", "using", "method", "side", "kind")):
             join.set("kind", "CROSS")
 
 

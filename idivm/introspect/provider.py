@@ -21,13 +21,16 @@ PROBE = "pg_temp.idivm_volatility_probe"
 
 
 def probe(conn: Connection, statements: str) -> str | None:
-    """Run `statements` inside a savepoint that is then rolled back and released whatever happened,
-    in two round trips; the first column of the last statement's first row (None if it returns no
-    row), or its psycopg.Error. The transaction is left as it was, at its top level (SQLAlchemy's
-    nested transaction, rolled back, stays open as a subtransaction, and a transaction inside one
-    cannot export its snapshot for Spark)."""
+    """Run `statements` inside a savepoint that is then rolled back and released whatever happened;
+    the first column of the last statement's first row (None if it returns no row), or its
+    psycopg.Error. The transaction is left as it was, at its top level (SQLAlchemy's nested
+    transaction, rolled back, stays open as a subtransaction, and a transaction inside one cannot
+    export its snapshot for Spark). The savepoint is its own round trip: PostgreSQL parses a string
+    of statements whole, so a syntax error in them would also have undone a savepoint sent with them,
+    leaving the transaction aborted."""
+    run(conn, "SAVEPOINT idivm_probe")
     try:
-        cur = run(conn, f"SAVEPOINT idivm_probe; {statements}")
+        cur = run(conn, statements)
         while cur.nextset():
             pass
         row = cur.fetchone() if cur.description else None
