@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .algebra.plan import base_tables, has_nested_aggregates
-from .errors import UnsupportedQuery
+from .errors import IdivmError, UnsupportedQuery
 from .frontend.build_plan import CompiledView
 from .frontend.driver import FIRST_ORDER_REWRITES, compile_view_sql
 from .frontend.schema import SchemaProvider
@@ -62,7 +62,7 @@ def compile_view(sql: str, schema: SchemaProvider, strategy: str, column_types: 
     except UnsupportedQuery as e:  # a nested aggregate the higher-order strategy's form refuses (one over
         try:  # joins): the first-order strategies' form may still read it, decorrelated
             view = compile_view_sql(schema, sql, FIRST_ORDER_REWRITES)
-        except UnsupportedQuery:
+        except IdivmError:
             raise e from None
     first_order: list[CompiledView] = []
 

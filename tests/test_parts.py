@@ -1,5 +1,6 @@
 """Parts of a view (algebra/plan.PartScan): subqueries that aggregate, joined with other tables
-(inner and outer joins), aggregated again, and scalar subqueries used as values, maintained by
+(inner and outer joins), aggregated again, scalar subqueries used as values or compared in WHERE
+(under the first-order strategies), maintained by
 `id` and `tuple`, deferred and immediate, through groups emptied and refilled, NULL group keys and
 ties; `explain` names each part, `drop-view` leaves none of their tables, `refresh` rebuilds them.
 The differential test's `fromagg` family draws such views at random."""
@@ -22,6 +23,8 @@ VIEWS = {  # name: (query, output columns)
     "values": ("SELECT c.id, (SELECT count(*) FROM orders o WHERE o.customer = c.id) AS n, "
                "(SELECT sum(o.amount) FROM orders o WHERE o.customer = c.id AND o.amount > 2) * 2 AS big FROM customers c",
                ["id", "n", "big"]),
+    "star_nested": ("SELECT * FROM customers c WHERE c.region_id <= (SELECT max(o.amount) FROM orders o "
+                    "WHERE o.customer = c.id)", ["id", "region", "region_id"]),  # `*` takes no part's column
     "in_aggregate": ("SELECT c.region, sum(c.id * (SELECT count(*) FROM orders o WHERE o.customer = c.id)) AS w "
                      "FROM customers c GROUP BY c.region", ["region", "w"]),
 }

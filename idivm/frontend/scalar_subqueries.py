@@ -2,9 +2,9 @@
 that groups by what the correlation compares.
 
     SELECT r.a, (SELECT sum(s.v) FROM s WHERE s.k = r.b AND s.v > 0) AS t FROM r
- -> SELECT r.a, ("__idivm_s1"."v1") AS t FROM r
-      LEFT JOIN (SELECT s.k AS k1, SUM(s.v) AS v1 FROM s WHERE s.v > 0 GROUP BY s.k) AS "__idivm_s1"
-        ON "__idivm_s1"."k1" = r.b
+ -> SELECT r.a, ("__idivm_s1"."__idivm_v1") AS t FROM r
+      LEFT JOIN (SELECT s.k AS "__idivm_k1", SUM(s.v) AS "__idivm_v1" FROM s WHERE s.v > 0 GROUP BY s.k)
+        AS "__idivm_s1" ON "__idivm_s1"."__idivm_k1" = r.b
 
 A subquery that aggregates without GROUP BY has exactly one row for each outer row: its aggregates
 over the rows its correlated equalities select. Grouped by the inner sides of those equalities, the
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from ..algebra.ids import HIDDEN_PREFIX as HIDDEN
 from .clauses import conjuncts, from_item, has_from
 
 _CLAUSES = ("group", "having", "distinct", "limit", "offset", "order", "qualify", "windows", "with", "with_",
@@ -50,6 +51,13 @@ def _decorrelated(tree: exp.Expression, where: bool) -> exp.Expression:
     if not isinstance(tree, exp.Select) or not has_from(tree):
         return tree
     tree = tree.copy()
+    if any(isinstance(e, exp.Star) for e in tree.expressions):  # `*` must not take the joined parts' columns:
+        joins = tree.args.get("joins") or []  # the FROM items' own, in order (not under USING or NATURAL,
+        if any(j.args.get("using") or j.args.get("method") for j in joins):  # which merge columns)
+            return tree
+        stars = [exp.Column(this=exp.Star(), table=exp.to_identifier(s.alias_or_name))
+                 for s in [from_item(tree)] + [j.this for j in joins]]
+        tree.set("expressions", [x for e in tree.expressions for x in (stars if isinstance(e, exp.Star) else [e])])
     grouped = bool(tree.args.get("group") or tree.args.get("distinct") or tree.args.get("having")) or any(
         a.find_ancestor(exp.Subquery) is None for e in tree.expressions for a in e.find_all(exp.AggFunc))
     # (expression, whether it is evaluated per group: outputs and HAVING of a grouped query; WHERE per row)
@@ -62,7 +70,7 @@ def _decorrelated(tree: exp.Expression, where: bool) -> exp.Expression:
             inside_aggregate = sq.find_ancestor(exp.AggFunc) is not None
             if per_group and not inside_aggregate and not tree.args.get("group"):
                 continue
-            decorrelated = _decorrelate(sq.this, f"__idivm_s{found + 1}")
+            decorrelated = _decorrelate(sq.this, f"{HIDDEN}s{found + 1}")
             if decorrelated is None:
                 continue
             found += 1
@@ -79,14 +87,17 @@ def _decorrelated(tree: exp.Expression, where: bool) -> exp.Expression:
 def _outermost_subqueries(e: exp.Expression) -> list[exp.Subquery]:
     """The scalar subqueries of an output expression that are not inside another subquery."""
     return [sq for sq in e.find_all(exp.Subquery)
-            if isinstance(sq.this, exp.Select) and not isinstance(sq.parent, (exp.In, exp.Exists))
+            if isinstance(sq.this, exp.Select) and not isinstance(sq.parent, (exp.In, exp.Exists, exp.From, exp.Join))
             and not any(isinstance(a, (exp.Subquery, exp.Exists)) for a in _ancestors(sq, e))]
 
 
 def _ancestors(node: exp.Expression, top: exp.Expression) -> list[exp.Expression]:
+    """node's ancestors up to top, top included."""
     out, at = [], node.parent
-    while at is not None and at is not top:
+    while at is not None:
         out.append(at)
+        if at is top:
+            break
         at = at.parent
     return out
 
@@ -138,11 +149,13 @@ def _decorrelate(inner: exp.Select, name: str):
     if not aggregates or not all(inner_only(a) for a in aggregates) or value.find(exp.Subquery, exp.Exists):
         return None
     alias = exp.to_identifier(name, quoted=True)
-    outs = [exp.alias_(k, f"k{i}", quoted=True) for i, (k, _) in enumerate(keys, 1)]
+    # the grouped subquery's columns, named as no column of the outer query can be (its unqualified
+    # names would turn ambiguous): idivm's reserved prefix
+    outs = [exp.alias_(k, f"{HIDDEN}k{i}", quoted=True) for i, (k, _) in enumerate(keys, 1)]
     columns = []
     for j, a in enumerate(aggregates, 1):
-        outs.append(exp.alias_(a.copy(), f"v{j}", quoted=True))
-        column = exp.Column(this=exp.to_identifier(f"v{j}", quoted=True), table=alias.copy())
+        outs.append(exp.alias_(a.copy(), f"{HIDDEN}v{j}", quoted=True))
+        column = exp.Column(this=exp.to_identifier(f"{HIDDEN}v{j}", quoted=True), table=alias.copy())
         columns.append(column)
         empty = exp.Coalesce(this=column.copy(), expressions=[exp.Literal.number(0)]) if isinstance(a, exp.Count) \
             else column.copy()
@@ -159,6 +172,6 @@ def _decorrelate(inner: exp.Select, name: str):
         part = part.where(exp.and_(*local), copy=False)
     if keys:
         part = part.group_by(*[k.copy() for k, _ in keys], copy=False)
-    on = exp.and_(*[exp.EQ(this=exp.Column(this=exp.to_identifier(f"k{i}", quoted=True), table=alias.copy()),
+    on = exp.and_(*[exp.EQ(this=exp.Column(this=exp.to_identifier(f"{HIDDEN}k{i}", quoted=True), table=alias.copy()),
                            expression=o) for i, (_, o) in enumerate(keys, 1)]) if keys else exp.true()
     return exp.Subquery(this=part, alias=exp.TableAlias(this=alias)), on, exp.Paren(this=value), columns
