@@ -62,8 +62,10 @@ def make_target(plan, strategy: str, column_types=None, part: str = SELF):
     """A first-order strategy's target for the plan (compile_target)."""
     schema, name = own_table(None, part)
     if has_nested_aggregates(plan):  # one the first-order frontend could not decorrelate (compiler.py)
-        raise UnsupportedQuery("a scalar subquery compared in WHERE or HAVING (a nested aggregate) correlated "
-                               "otherwise than by equalities is maintained only by --strategy higher-order (or auto)")
+        raise UnsupportedQuery("a scalar subquery compared in WHERE or HAVING (a nested aggregate) that the first-order "
+                               "strategies cannot decorrelate (correlated otherwise than by equalities, or in a query "
+                               "whose decorrelated form they refuse) is maintained only by --strategy higher-order "
+                               "(or auto)")
     if isinstance(plan, Aggregate):
         cache = make_target(plan.cache, strategy, part="cache" if part == SELF else f"{part}_cache")
         target = AggregateTarget(schema=schema, name=name, agg=plan, cache=cache)
