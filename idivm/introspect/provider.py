@@ -82,31 +82,31 @@ class PostgresSchema:
 
     def _calls(self, tree: exp.Expression) -> tuple[set[int], set[int]]:
         """The OIDs of the functions (and aggregates) and of the operators of the query's stored tree."""
-        try:
-            action = probe(self.conn, f"CREATE TEMP VIEW {PROBE} AS SELECT 1 AS x FROM ({tree.sql('postgres')}) AS q; "
-                           # planned too: the planner refuses what parsing accepts (a FULL JOIN on a
-                           # condition that is neither hash- nor merge-joinable), and a view must
-                           # equal a query PostgreSQL can run
-                           f"EXPLAIN SELECT * FROM {PROBE}; "
-                           f"SELECT CAST(ev_action AS text) FROM pg_rewrite WHERE ev_class = '{PROBE}'::regclass")
-        except psycopg.Error as e:
-            first = str(e).splitlines()[0]
-            raise UnsupportedQuery(f"PostgreSQL rejected the view's query: {first}") from None
+        action = self._probe_query(f"CREATE TEMP VIEW {PROBE} AS SELECT 1 AS x FROM ({tree.sql('postgres')}) AS q; "
+                                   # planned too: the planner refuses what parsing accepts (a FULL JOIN on a
+                                   # condition that is neither hash- nor merge-joinable), and a view must
+                                   # equal a query PostgreSQL can run
+                                   f"EXPLAIN SELECT * FROM {PROBE}; "
+                                   f"SELECT CAST(ev_action AS text) FROM pg_rewrite WHERE ev_class = '{PROBE}'::regclass")
         calls = _CALLS.findall(action or "")
         return ({int(n) for kind, n in calls if kind != "opno"}, {int(n) for kind, n in calls if kind == "opno"})
 
     def output_types(self, tree: exp.Expression) -> list[tuple[str, str]]:
         """PostgreSQL types the query as a temporary view (in a savepoint rolled back): its columns'
         names and types, as format_type prints them."""
+        columns = self._probe_query(f"CREATE TEMP VIEW {PROBE} AS {tree.sql('postgres')}; "
+                                    "SELECT CAST(json_agg(json_build_array(attname, format_type(atttypid, atttypmod)) "
+                                    f"ORDER BY attnum) AS text) FROM pg_attribute WHERE attrelid = '{PROBE}'::regclass "
+                                    "AND attnum > 0")
+        return [(n, t) for n, t in json.loads(columns)]
+
+    def _probe_query(self, statements: str) -> str | None:
+        """probe() of statements over the view's query: PostgreSQL's rejection is the view's refusal."""
         try:
-            columns = probe(self.conn, f"CREATE TEMP VIEW {PROBE} AS {tree.sql('postgres')}; "
-                            "SELECT CAST(json_agg(json_build_array(attname, format_type(atttypid, atttypmod)) "
-                            f"ORDER BY attnum) AS text) FROM pg_attribute WHERE attrelid = '{PROBE}'::regclass "
-                            "AND attnum > 0")
+            return probe(self.conn, statements)
         except psycopg.Error as e:
             first = str(e).splitlines()[0]
             raise UnsupportedQuery(f"PostgreSQL rejected the view's query: {first}") from None
-        return [(n, t) for n, t in json.loads(columns)]
 
     def has_equality(self, type_name: str) -> bool:
         """What maintenance needs of a type: = (IS DISTINCT FROM) and grouping."""
