@@ -39,6 +39,7 @@ from pathlib import Path
 import psycopg
 import sqlglot
 from sqlglot import exp
+from sqlglot.optimizer.qualify import qualify
 
 from .. import api
 from ..errors import IdivmError, UnsupportedQuery, first_line
@@ -112,25 +113,37 @@ def _table(statement: str) -> Table:
     return Table(m.group(1).lower(), columns)
 
 
-def _translate(query: str) -> str:
+def _translate(query: str, tables: list[Table]) -> str:
     q = re.sub(r"\bLISTMAX\s*\(", "GREATEST(", query, flags=re.I)
     q = re.sub(r"\bLISTMIN\s*\(", "LEAST(", q, flags=re.I)
     q = re.sub(r"\bIN\s+LIST\s*\(", "IN (", q, flags=re.I)
     for fn, typ in (("int", "bigint"), ("float", "double precision"), ("date", "date"), ("string", "text")):
         q = _cast_calls(q, f"cast_{fn}", typ)
-    return _named(q)
+    return _named(q, tables)
 
 
-def _named(q: str) -> str:
+def _named(q: str, tables: list[Table]) -> str:
     """Output expressions get distinct names where PostgreSQL would give none or the same twice
     (DBToaster names them itself; a table cannot have two columns ?column? or two name): the
     query's outputs a name of their own (c1, c2, ... or name_2), those of its subqueries in FROM
-    the name PostgreSQL gives a function call (count). Queries whose outputs are named stay as written."""
+    the name PostgreSQL gives a function call (count). A `*` in the query's outputs is spelled out
+    as the columns DBToaster's tables declare (not the surrogate key, which DBToaster's streams do
+    not have), so that `SELECT * FROM R, S` names R's b and S's b apart as DBToaster does.
+    Queries whose outputs are named stay as written."""
     try:
         tree = sqlglot.parse_one(q, read="postgres")
     except sqlglot.errors.ParseError:
         return q  # PostgreSQL will say what it rejects
     changed = False
+    if isinstance(tree, exp.Select) and any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))
+                                            for e in tree.expressions):
+        schema = {t.name: dict(t.columns) for t in tables}
+        try:
+            tree = qualify(tree, schema=schema, dialect="postgres", expand_stars=True, validate_qualify_columns=False,
+                           quote_identifiers=False, identify=False)
+            changed = True
+        except sqlglot.errors.SqlglotError:
+            pass  # left as written: PostgreSQL or idivm will say what they make of it
     for select in tree.find_all(exp.Select):
         top = select is tree
         if not top and not isinstance(select.parent, exp.Subquery):
@@ -186,7 +199,7 @@ def read_cases(queries: Path, dirs=DIRS) -> list[Case]:
                     selects.append(s)
             for i, s in enumerate(selects):
                 literals = sorted({lit for lit in re.findall(r"'([^']*)'", s)})
-                cases.append(Case(str(path.relative_to(root)), i, tables, _translate(s), literals))
+                cases.append(Case(str(path.relative_to(root)), i, tables, _translate(s, tables), literals))
     return cases
 
 
@@ -319,9 +332,9 @@ def main(argv=None) -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--timeout", type=int, default=120, help="seconds a query may take to register and maintain")
-    ap.add_argument("--only", default="", help="run only the files whose path contains this")
+    ap.add_argument("--only", default="", help="run only the files whose path contains one of these (comma-separated)")
     a = ap.parse_args(argv)
-    cases = [c for c in read_cases(Path(a.queries), a.dirs.split(",")) if a.only in c.file]
+    cases = [c for c in read_cases(Path(a.queries), a.dirs.split(",")) if any(o in c.file for o in a.only.split(","))]
     strategies = a.strategies.split(",")
     results = []
     with scratch_database(a.dsn, a.keep) as (dsn, version):
