@@ -84,6 +84,8 @@ def predicates(draw, cols: list[str], depth: int = 0):
         f"CAST({c} AS text) LIKE '{k}%'", f"abs({c} - 2) >= {k % 2}", f"greatest({c}, {k}) = {k}",
         # subqueries without FROM, one constant row (frontend/constant_subqueries.py)
         f"{c} IN (SELECT {k})", f"{c} < (SELECT {k} + 1)", f"({c} = {k} OR NOT EXISTS (SELECT 1))",
+        # ... and a row that may not exist, read from idivm's one-row table (frontend/one_row.py)
+        f"EXISTS (SELECT 1 WHERE {c} > {k})",
     ]
     p = draw(st.sampled_from(choices))
     if depth < 1 and draw(st.booleans()):
@@ -310,6 +312,9 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
     elif style == "comma":
         frm = ", ".join(source(j) for j in range(n))
         where = [c for cs in joins for c in cs] + where
+        if draw(st.integers(0, 2)) == 0:  # a constant relation, read from idivm's one-row table (frontend/one_row.py)
+            frm += f", (SELECT {draw(st.integers(0, 3))} AS c0) AS cst"
+            where.append(f"{draw(st.sampled_from(all_cols))} <> cst.c0")
     elif style in ("using", "natural"):
         # every table has k1; NATURAL also joins on whatever other column names two tables share
         frm = source(0)

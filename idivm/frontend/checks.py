@@ -8,7 +8,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..errors import UnsupportedQuery
-from .clauses import aggregating_subqueries, has_from
+from .clauses import aggregating_subqueries
 
 SUPPORTED = (
     "see docs/sql-support.md for what is (inner and outer joins, WHERE, [NOT] EXISTS / [NOT] IN over one table, "
@@ -67,11 +67,6 @@ def check_constructs(tree: exp.Expression) -> None:
                          "in WHERE under AND and OR it becomes an EXISTS: see docs/sql-support.md")
         if isinstance(node, exp.Column) and node.name.lower() in SYSTEM_COLUMNS:
             raise refuse(f"system column {node.name}", "its value changes without the row's values changing")
-        if isinstance(node, exp.Select) and not has_from(node):
-            if node is tree:
-                raise refuse(f"a SELECT without FROM, {node.sql('postgres')},", "a maintained view reads tables")
-            raise refuse(f"a subquery without FROM, {node.sql('postgres')},",
-                         "it is a constant: write the condition without the subquery")
 
 
 def drop_ignored_order(tree: exp.Expression) -> tuple[exp.Expression, list[str]]:

@@ -19,6 +19,7 @@ from .build_plan import CompiledView, build_view
 from .checks import check_constructs, checked_branches, drop_ignored_order
 from .constant_subqueries import inline_constant_subqueries
 from .ctes import inline_ctes
+from .one_row import read_one_row
 from .parse_errors import describe
 from .quantified_comparisons import reduce_quantified_comparisons
 from .scalar_subqueries import decorrelate_nested_aggregates, decorrelate_scalar_subqueries
@@ -60,6 +61,7 @@ def _normalize(tree: exp.Expression) -> exp.Expression:
 # merged and its EXISTS / IN subqueries extracted (_compile_select).
 REWRITES = (
     inline_constant_subqueries,  # EXISTS (SELECT 3) -> TRUE, a = (SELECT 3) -> a = (3) (constant_subqueries.py)
+    read_one_row,  # SELECT 1 AS a WHERE c -> SELECT 1 AS a FROM idivm.one WHERE c (one_row.py)
     reduce_quantified_comparisons,  # x op ANY / ALL (SELECT ...) in WHERE -> [NOT] EXISTS (quantified_comparisons.py)
     inline_aggregate_filters,  # sum(x) FILTER (WHERE c) -> sum(CASE WHEN c THEN x END) (aggregate_filters.py)
     decorrelate_scalar_subqueries,  # (SELECT sum(v) FROM s WHERE s.k = r.k) as a value -> LEFT JOIN a grouping

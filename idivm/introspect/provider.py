@@ -12,7 +12,8 @@ from sqlalchemy.engine import Connection
 from sqlglot import exp
 
 from ..algebra.tables import TableInfo
-from ..errors import UnsupportedQuery
+from ..errors import UnknownObject, UnsupportedQuery
+from ..names import ONE_TABLE, STORAGE_SCHEMA
 from ..sqltext import run
 from .reflect import reflect_table
 
@@ -51,7 +52,13 @@ class PostgresSchema:
     def table(self, schema: str | None, name: str, only: bool = False) -> TableInfo:
         key = (schema, name, only)
         if key not in self._tables:
-            self._tables[key] = reflect_table(self.conn, schema, name, only=only)
+            try:
+                self._tables[key] = reflect_table(self.conn, schema, name, only=only)
+            except UnknownObject:
+                if (schema, name) == (STORAGE_SCHEMA, ONE_TABLE):  # frontend/constant_subqueries.py
+                    raise UnknownObject(f"a SELECT without FROM reads {STORAGE_SCHEMA}.{ONE_TABLE}, the one-row table "
+                                        "`idivm init` creates: run it first") from None
+                raise
         return self._tables[key]
 
     def non_immutable_calls(self, tree: exp.Expression) -> list[tuple[str, str]]:

@@ -1,5 +1,6 @@
 """idivm's catalog: the captured tables, the maintained views with their programs, inputs and
-rendered statements, and the views' operating state (policies, failures, staleness).
+rendered statements, and the views' operating state (policies, failures, staleness); and `one`,
+the one-row table a SELECT without FROM reads once registered (frontend/constant_subqueries.py).
 
 One revision until idivm is first released: later changes to the catalog are revisions after it,
 each upgrading the databases of the release before.
@@ -16,6 +17,7 @@ branch_labels = None
 depends_on = None
 
 S = "idivm"
+ONE_TABLE, ONE_COLUMN = "one", "__idivm_one"  # names.ONE_TABLE (migrations do not import the package)
 
 
 class XID8(sa.types.UserDefinedType):
@@ -106,9 +108,16 @@ def upgrade() -> None:
         sa.Column("text", sa.Text, nullable=False),
         schema=S,
     )
+    op.create_table(
+        ONE_TABLE,
+        sa.Column(ONE_COLUMN, sa.Integer, sa.CheckConstraint(f"{ONE_COLUMN} = 1"), primary_key=True),
+        schema=S,
+        comment="one row: what a maintained view's SELECT without FROM reads (PostgreSQL has no DUAL)",
+    )
+    op.execute(sa.text(f"INSERT INTO {S}.{ONE_TABLE} VALUES (1)"))
 
 
 def downgrade() -> None:
-    for table in ("derivations", "diff_schemas", "view_inputs", "views", "captured_partitions",
+    for table in (ONE_TABLE, "derivations", "diff_schemas", "view_inputs", "views", "captured_partitions",
                   "captured_tables"):
         op.drop_table(table, schema=S)

@@ -161,6 +161,8 @@ def trigger_steps(compiled: Compiled, relation: str, binder: Binder, scratch_nam
     additions: list[Step] = []
     written: list[tuple[str, str]] = []
     for k, (name, e) in enumerate(triggers):
+        if not expand(e):
+            continue  # an increment that is 0 (its condition never holds: WHERE 1 = 2) adds nothing
         keys = list(binder.map_keys[name])
         source = increment_query(e, binder)
         add = dict(phase=MAPS_PHASE, purpose=f"Δ{relation}: {name} += {e}", target=binder.map_ref(name), keys=keys,

@@ -236,21 +236,25 @@ class ViewFromMaps:
                                 columns=self.table.columns, source=missing))
         return steps
 
-    def _copy_steps(self, touched: exp.Query) -> list[Step]:
+    def _copy_steps(self, touched: exp.Query | None) -> list[Step]:
+        """An SPJ view's rows are copies of each key's row: those above its multiplicity go, those
+        below are added (touched None: a view without group variables, whose one row every
+        change touches)."""
         phase = VIEW_FROM_MAPS_PHASE
         count = self._map(self.t.count_map, "c")
+        using = [subquery(touched.copy(), "a")] if touched is not None else []
         multiplicity = exp.Coalesce(
             this=exp.Subquery(this=select([col("c", VALUE)], [count], [self._keys_equal("c", "a")])),
             expressions=[num(0)])
         drop = DeleteMatching(phase=phase, purpose="copies above the rows' new multiplicities",
-                              target=self._view("v"), using=[subquery(touched.copy(), "a")],
+                              target=self._view("v"), using=using,
                               condition=all_of([self._match("v", "a", by_var=True),
                                                 exp.GT(this=col("v", COPY), expression=multiplicity)]))
         held = select([exp.Max(this=col("w", COPY))], [self._view("w")], [self._match("w", "c", by_var=True)])
         first = exp.Add(this=exp.Coalesce(this=exp.Subquery(this=held), expressions=[num(0)]), expression=num(1))
         add = InsertRows(phase=phase, purpose="the copies the rows' multiplicities gained",
                          target=self.view.copy(), columns=self.table.columns,
-                         source=self._with_copies(self.rows(touched.copy()), first))
+                         source=self._with_copies(self.rows(touched.copy() if touched is not None else None), first))
         return [drop, add]
 
 
