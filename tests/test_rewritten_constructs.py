@@ -32,6 +32,7 @@ VIEWS = {  # written like the shapes of DBToaster's simple queries, over r(k, a,
     "text_row": ("SELECT k FROM r WHERE a::text = (SELECT '1')", ["k"]),
     "constant_in_from": ("SELECT r.k, c.x FROM r, (SELECT 2 AS x, 'y' AS y) AS c WHERE r.a < c.x", ["k", "x"]),
     "no_from": ("SELECT 1 AS x, 'y' AS z WHERE EXISTS (SELECT 1 FROM s WHERE s.a = 2)", ["x", "z"]),
+    "never": ("SELECT 1 AS x FROM (SELECT 1 AS a) AS c WHERE a = 2 UNION ALL SELECT k FROM r WHERE 1 = 2", ["x"]),
     "all_of_an_aggregate": ("SELECT k, a FROM r WHERE a < ALL (SELECT sum(s.a) / 2 FROM s WHERE s.k <= r.k)", ["k", "a"]),
 }
 NESTED = ("all_of_an_aggregate",)  # a nested aggregate once rewritten: higher-order (and auto) only
