@@ -103,10 +103,12 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
         shape = draw(st.sampled_from(["spj", "group", "sumcount"] if nested else ["spj", "group"]))
     if outer:
         shape = draw(st.sampled_from(["spj", "spj", "group", "sumcount", "distinct"]))
-    if shape == "fromagg":  # an aggregating subquery in FROM (or CTE): filtered and projected (folded into
-        # it), joined with a table (inner or LEFT: a scalar subquery written as a join), or aggregated again
-        inner, inner_names = draw(views(tables, draw(st.sampled_from(["group", "sumcount", "distinct"]))))
-        how = draw(st.sampled_from(["fold", "join", "left", "again", "value"]))
+    if shape in ("fromagg", "again"):  # an aggregating subquery in FROM (or CTE): filtered and projected
+        # (folded into it), joined with a table (inner or LEFT: a scalar subquery written as a join), or
+        # aggregated again, also an aggregation of aggregations (a part of a part: "again" inside)
+        how = "again" if shape == "again" else draw(st.sampled_from(["fold", "join", "left", "again", "value"]))
+        inner_shapes = ["group", "sumcount", "distinct"] + (["again"] if shape == "fromagg" else [])
+        inner, inner_names = draw(views(tables, draw(st.sampled_from(inner_shapes))))
         q_cols = [f"q.{c}" for c in inner_names]
         if how == "value":  # scalar subqueries as values, correlated on equalities (frontend/scalar_subqueries.py)
             t = draw(st.sampled_from(tables))

@@ -272,6 +272,16 @@ def part_scans(plan) -> list[PartScan]:
     return list({s.part: s for s in scans(node) if isinstance(s, PartScan)}.values())
 
 
+def all_parts(plan) -> list[PartScan]:
+    """Every part a view's plan reads, its parts' own parts (a part in the FROM of a part) before
+    the part that reads them: the order their programs run and their tables are created in."""
+    out: dict[str, PartScan] = {}
+    for s in part_scans(plan):
+        for p in all_parts(s.plan) + [s]:
+            out.setdefault(p.part, p)
+    return list(out.values())
+
+
 def bind_parts(plan, view_id: int, own_table) -> None:
     """Name each part's table as registration made it (own_table(view_id, part) -> (schema, name)),
     in place: the queries that fill the view's tables then read it like any table."""

@@ -13,7 +13,8 @@ before, so this covers aggregating CTEs too.
 
 What does not reduce this way (an aggregating subquery joined with other tables, aggregated again,
 under DISTINCT or filtered by a subquery) is left for build_plan.py, which reads it as a part of
-the view (algebra/plan.PartScan); an aggregating subquery inside another subquery is refused.
+the view (algebra/plan.PartScan), as is one in the FROM of such a part (a part of the part);
+one inside a scalar, EXISTS or IN subquery is refused.
 """
 from __future__ import annotations
 
@@ -31,17 +32,33 @@ def _in_from(select: exp.Expression) -> bool:
 
 
 def fold_aggregate_subquery(tree: exp.Expression) -> exp.Expression:
+    """The fold, in every subquery in FROM first (innermost first), then in the query itself: a
+    subquery that filters and projects an aggregating one is one aggregating subquery, which the
+    query reads as any other (a copy; tree unchanged)."""
     if not isinstance(tree, exp.Select):
         return tree
+    wrappers = [sq for sq in tree.find_all(exp.Subquery) if isinstance(sq.parent, (exp.From, exp.Join))
+                and isinstance(sq.this, exp.Select) and not has_aggregation(sq.this)]
+    if wrappers:
+        tree = tree.copy()
+        for sq in reversed([sq for sq in tree.find_all(exp.Subquery) if isinstance(sq.parent, (exp.From, exp.Join))
+                            and isinstance(sq.this, exp.Select) and not has_aggregation(sq.this)]):
+            sq.set("this", _fold(sq.this))
+    return _fold(tree)
+
+
+def _fold(tree: exp.Select) -> exp.Expression:
     src = tree.args.get("from_") or tree.args.get("from")
     subs = [s for s in tree.find_all(exp.Subquery)
             if isinstance(s.parent, (exp.From, exp.Join)) and isinstance(s.this, exp.Select) and has_aggregation(s.this)]
     if not subs:
         return tree
-    nested = [s for s in subs if s.parent.parent is not tree]  # in the FROM of a subquery, not of this query
-    if nested:
-        raise refuse("a subquery that aggregates in the FROM of " + (
-            "another subquery in FROM" if _in_from(nested[0].parent.parent) else "a scalar, EXISTS or IN subquery"))
+    nested = [s for s in subs if s.parent.parent is not tree and not _in_from(s.parent.parent)]
+    if nested:  # in the FROM of a scalar, EXISTS or IN subquery (one in the FROM of a part is a part of it)
+        raise refuse("a subquery that aggregates in the FROM of a scalar, EXISTS or IN subquery")
+    subs = [s for s in subs if s.parent.parent is tree]
+    if not subs:
+        return tree
     sub = subs[0]
     where = tree.args.get("where")
     if (sub.parent is not src or tree.args.get("joins") or len(subs) > 1 or tree.args.get("distinct") is not None

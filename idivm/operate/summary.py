@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlglot import exp
 
-from ..algebra.plan import Aggregate, part_scans
+from ..algebra.plan import Aggregate, all_parts
 from ..catalog import repository as catalog
 from ..compiler import Compilation
 from ..errors import IdivmError
@@ -54,14 +54,14 @@ def compilation_summary(c: Compilation) -> str:
     """The summary of a view compiled but not registered (a dry run): no mode, storage or logs yet."""
     strategy = f"{c.strategy}, chosen by --strategy auto: {c.why}" if c.why is not None else f"{c.strategy}, as given"
     tables = {table_key(schema, name): (schema, name) for schema, name in c.tables()}
-    tables.update({table_key(PART_SCHEMA, p.part): (SELF, p.part) for p in part_scans(c.plan)})
+    tables.update({table_key(PART_SCHEMA, p.part): (SELF, p.part) for p in all_parts(c.plan)})
     return _format([("strategy", strategy)] + _compiled(c.strategy, c.plan, c.program)
                    + [("changes", s) for s in _changes(c.program, tables)])
 
 
 def _compiled(strategy: str, plan, program: Program | None) -> list[tuple[str, str]]:
     parts = [("parts", f"{SELF}.{p.part} AS {p.alias}: ({p.definition.sql('postgres')}), maintained first; its rows' "
-                       "changes reach the view as a table's") for p in part_scans(plan)] if plan is not None else []
+                       "changes reach the view as a table's") for p in all_parts(plan)] if plan is not None else []
     return parts + _compiled_by_strategy(strategy, plan, program)
 
 

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from sqlglot import exp
 
-from ..algebra.plan import ROW_KEY, Aggregate, Project, Union, bind_parts, has_nested_aggregates, part_scans
+from ..algebra.plan import ROW_KEY, Aggregate, Project, Union, all_parts, bind_parts, has_nested_aggregates, part_scans
 from ..errors import IdivmError, UnsupportedQuery
 from ..names import SELF, own_part, own_table
 from ..program.steps import Program
@@ -39,7 +39,7 @@ def compile_target(plan, strategy: str, column_types=None, definition: str | Non
     strategy which sums it can keep exactly. `definition`: the view's SQL (the higher-order
     strategy types its table by it)."""
     if strategy != HIGHER_ORDER:
-        parts = part_scans(plan)
+        parts = all_parts(plan)
         if parts and column_types is not None:
             column_types = _over_part_definitions(column_types, parts)
         target = make_target(plan, strategy, column_types)
@@ -89,7 +89,8 @@ def bind_target(target, view_id: int):
         changes["cache"] = bind_target(target.cache, view_id)
     if getattr(target, "parts", None):
         changes["parts"] = [bind_target(p, view_id) for p in target.parts]
-        bind_parts(target.operator, view_id, own_table)
+    if not isinstance(target, HigherOrderTarget):
+        bind_parts(target.operator, view_id, own_table)  # also a part's own parts (a part in its FROM)
     return replace(target, **changes)
 
 
