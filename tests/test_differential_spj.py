@@ -251,8 +251,18 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
             if draw(st.booleans()):
                 conds.append(f"q2.{draw(st.sampled_from(u.all))} {draw(st.sampled_from(['=', '<']))} "
                              f"{draw(st.sampled_from(all_cols))}")
+        # an EXISTS / IN inside it, as a conjunct: joined into it (frontend/semijoins.py)
+        nest = not nested and draw(st.integers(0, 3)) == 0
+        if nest:
+            u = draw(st.sampled_from(tables))
+            inner_pred = draw(predicates([f"q3.{c}" for c in u.all]))
+            conds.append(draw(st.sampled_from([
+                f"q.{draw(st.sampled_from(t.all))} IN (SELECT q3.{draw(st.sampled_from(u.all))} FROM {u.name} AS q3 "
+                f"WHERE {inner_pred})",
+                f"EXISTS (SELECT 1 FROM {u.name} AS q3 WHERE q3.k1 = q.{draw(st.sampled_from(t.all))} AND "
+                f"q3.{draw(st.sampled_from(u.all))} <> {draw(st.sampled_from(all_cols))})"])))
         sub_where = f" WHERE {' AND '.join(conds)}" if conds else ""
-        kind = draw(st.sampled_from(["EXISTS", "NOT EXISTS", "IN", "NOT IN", "ANY", "ALL"]))
+        kind = draw(st.sampled_from(["EXISTS", "NOT EXISTS", "IN", "NOT IN"] + ([] if nest else ["ANY", "ALL"])))
         if kind.endswith("EXISTS"):
             where.append(f"{kind} (SELECT 1 FROM {source}{sub_where})")
         elif kind in ("ANY", "ALL"):  # reduced to [NOT] EXISTS (frontend/quantified_comparisons.py)

@@ -5,6 +5,13 @@ or a comma list), with an optional WHERE that may reference the outer query's co
 (correlation), and for IN exactly one output column. Its aliases are renamed to
 idivm-owned ones so that they can never shadow the aliases of generated statements;
 the join conditions join its WHERE (an inner join's ON means the same there).
+
+An EXISTS / IN subquery that is a conjunct of such a subquery's WHERE joins its FROM first:
+`EXISTS (SELECT 1 FROM d WHERE p AND EXISTS (SELECT 1 FROM l WHERE q))` holds exactly when
+`EXISTS (SELECT 1 FROM d, l WHERE p AND q)` does (there is a d with p and an l with q for it), and
+`x IN (SELECT e FROM l WHERE q)` there is `EXISTS (... WHERE q AND x = e)` (a row whose x = e is
+NULL passes neither). EXISTS and IN ask only whether a row exists (or which values occur), so the
+rows the join repeats change nothing, whatever the outer subquery's polarity (NOT EXISTS, NOT IN).
 """
 from __future__ import annotations
 
@@ -13,6 +20,7 @@ from sqlglot import exp
 from ..algebra.plan import SubqueryPredicate
 from ..algebra.tables import TableInfo
 from .checks import refuse
+from .clauses import conjuncts
 
 SUBQUERY_ALIAS = "__idivm_sq{}"
 
@@ -24,6 +32,7 @@ def extract_subqueries(tree: exp.Select, infos: dict[tuple[str, str], TableInfo]
     in_queries = {id(n.args["query"]) for n in where.find_all(exp.In) if n.args.get("query")}
     nodes = [n for n in where.find_all(exp.Exists)] + [n for n in where.find_all(exp.In) if n.args.get("query")]
     nodes += [n for n in where.find_all(exp.Subquery) if id(n) not in in_queries]  # scalar subqueries
+    nodes = [n for n in nodes if n.parent_select is tree]  # not those inside them (merged into them, or refused)
     return [_extract(node, infos, i) for i, node in enumerate(nodes)]
 
 
@@ -50,6 +59,8 @@ def _extract(node: exp.Expression, infos: dict[tuple[str, str], TableInfo], inde
                          ("limit", "LIMIT"), ("order", "ORDER BY")) + ((("joins", "joins"),) if scalar else ()):
         if inner.args.get(clause):
             raise refuse(f"{name} inside {what}")
+    if not scalar:
+        _merge_nested(inner)
     if inner.find(exp.Exists) or inner.find(exp.Subquery):
         raise refuse(f"nested subqueries inside {what}")
     if scalar and (len(inner.expressions) != 1 or not inner.expressions[0].find(exp.AggFunc)):
@@ -93,3 +104,69 @@ def _extract(node: exp.Expression, infos: dict[tuple[str, str], TableInfo], inde
                              in_lhs=in_lhs, in_col=in_col,
                              scalar=inner.expressions[0].unalias() if scalar else None,
                              joined=[(renamed[a], infos[(t.db, t.name)]) for t, a in zip(tables[1:], aliases[1:])])
+
+
+def _merge_nested(inner: exp.Select) -> None:
+    """The EXISTS / IN subqueries among the conjuncts of inner's WHERE, joined into inner's FROM
+    (in place; see the module's docstring), innermost first; the others are left, and refused."""
+    where = inner.args.get("where")
+    if where is None:
+        return
+    kept, merged = [], False
+    for c in conjuncts(where.this):
+        sub = _plain_semijoin(c)
+        if sub is None:
+            kept.append(c)
+            continue
+        _merge_nested(sub)
+        if sub.find(exp.Exists) or sub.find(exp.Subquery):
+            kept.append(c)
+            continue
+        taken = {t.alias_or_name for t in inner.find_all(exp.Table)} | {c.table for c in inner.find_all(exp.Column)}
+        tables = [(sub.args.get("from_") or sub.args.get("from")).this] + [j.this for j in sub.args.get("joins") or []]
+        renamed = {}
+        for t in tables:
+            new = t.alias_or_name
+            while new in taken:
+                new += "_"
+            taken.add(new)
+            renamed[t.alias_or_name] = new
+            t.set("alias", exp.TableAlias(this=exp.to_identifier(new, quoted=True)))
+        for col in sub.find_all(exp.Column):
+            if col.table in renamed:
+                col.set("table", exp.to_identifier(renamed[col.table], quoted=True))
+        for k, t in enumerate(tables):
+            join = (sub.args.get("joins") or [None] * len(tables))[k - 1] if k else None
+            on = join.args.get("on") if join is not None else None
+            inner.join(t.copy(), on=on.copy() if on is not None else None, join_type=None if on is not None else "cross",
+                       copy=False)
+        if sub.args.get("where") is not None:
+            kept.append(exp.paren(sub.args["where"].this.copy()))
+        if isinstance(c, exp.In):
+            kept.append(exp.EQ(this=c.this.copy(), expression=sub.expressions[0].unalias().copy()))
+        merged = True
+    if merged:
+        inner.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+
+
+def _plain_semijoin(c: exp.Expression) -> exp.Select | None:
+    """The subquery of an EXISTS / IN (subquery) conjunct that reads base tables by inner joins
+    only, without grouping, aggregates or limits (what _extract maintains); else None."""
+    if isinstance(c, exp.Exists):
+        sub = c.this
+    elif isinstance(c, exp.In) and c.args.get("query") is not None and not isinstance(c.this, exp.Tuple):
+        sub = c.args["query"].this
+    else:
+        return None
+    if not isinstance(sub, exp.Select) or not (sub.args.get("from_") or sub.args.get("from")):
+        return None
+    if any(sub.args.get(k) for k in ("group", "having", "distinct", "limit", "order", "offset", "with", "with_")):
+        return None
+    if sub.find(exp.AggFunc) or (isinstance(c, exp.In) and len(sub.expressions) != 1):
+        return None
+    joins = sub.args.get("joins") or []
+    if any((j.side or "") or (j.kind or "").upper() not in ("", "INNER", "CROSS") or j.args.get("using")
+           or j.args.get("method") for j in joins):
+        return None
+    tables = [(sub.args.get("from_") or sub.args.get("from")).this] + [j.this for j in joins]
+    return sub if all(isinstance(t, exp.Table) for t in tables) else None
