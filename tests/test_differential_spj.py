@@ -170,6 +170,14 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
     if shape == "union":
         first, names = draw(views(tables, "spj-branch"))
         rest = [draw(views(tables, "spj-branch", len(names)))[0] for _ in range(draw(st.integers(1, 2)))]
+        if draw(st.integers(0, 3)) == 0:  # a grouped branch: a part of the view (frontend/build_plan.py)
+            t = draw(st.sampled_from(tables))
+            cols = [f"q.{c}" for c in t.all]
+            key = draw(st.sampled_from(cols + [f"{draw(st.sampled_from(cols))} % 2"]))
+            aggs = [draw(st.sampled_from(["count(*)", f"sum({draw(st.sampled_from(cols))})",
+                                          f"max({draw(st.sampled_from(cols))})"])) for _ in names[1:]]
+            where = f" WHERE {draw(predicates(cols))}" if draw(st.booleans()) else ""
+            rest.append(f"SELECT {', '.join([key] + aggs)} FROM {t.name} AS q{where} GROUP BY {key}")
         op = draw(st.sampled_from([" UNION ALL ", " UNION ALL ", " UNION "]))
         return op.join([first] + rest), names
     n = draw(st.integers(2, 4)) if outer else draw(st.integers(1, 3))

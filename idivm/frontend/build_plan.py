@@ -68,6 +68,13 @@ def build_view(schema: SchemaProvider, sql: str, selects: list[exp.Select], dist
     branches: list[Project] = []
     aliases: dict[str, TableInfo] = {}
     for k, branch in enumerate(selects, 1):
+        if has_aggregation(branch):  # a grouped branch is a part of the view, which a branch of its own reads
+            if k > 1:  # whose outputs the first branch names: an unnamed one (count(*)) takes any name
+                taken = {e.alias_or_name for e in branch.expressions}
+                branch.set("expressions", [e if isinstance(e, (exp.Alias, exp.Column)) or f"c{i}_{k}" in taken
+                                           else exp.alias_(e, f"c{i}_{k}") for i, e in enumerate(branch.expressions)])
+            branch = exp.select(exp.Star()).from_(exp.Subquery(this=branch, alias=exp.TableAlias(
+                this=exp.to_identifier(f"__idivm_branch{k}"))), copy=False)
         plan, more = _compile_select(schema, branch, first=k == 1, parts=parts)
         aliases.update(more)
         if isinstance(plan, Union):
