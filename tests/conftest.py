@@ -30,9 +30,12 @@ from helpers import CODEGEN_OFF
 # Spark computes: two partitions still split every shuffle, and Spark's interpreted evaluation is
 # the one its code generation falls back to (Spark's own suite runs both).
 # test_spark_engine.py's main test runs with code generation (helpers.CODEGEN_OFF removed). A user's
-# IDIVM_SPARK_CONF wins.
+# IDIVM_SPARK_CONF wins. C1 alone gets a 48 MB code cache where tiered compilation gets 240 MB: a
+# worker's JVM that ran many Spark tests filled it ("Out of space in CodeCache for method handle
+# intrinsic", the JVM gone for the rest of the run), so it gets the tiered size back.
 os.environ.setdefault("IDIVM_SPARK_CONF",
-                      f"spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 spark.sql.shuffle.partitions=2 {CODEGEN_OFF}")
+                      "spark.driver.extraJavaOptions='-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m' "
+                      f"spark.sql.shuffle.partitions=2 {CODEGEN_OFF}")
 
 
 # No JIT in the tests' sessions (PGOPTIONS reaches every libpq connection, the CLI's too): their tables

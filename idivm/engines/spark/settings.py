@@ -8,7 +8,8 @@ Every setting has an environment variable; the CLI and the API pass explicit val
   libpostgresql-jdbc-java: no jar is downloaded at run time);
 - IDIVM_SPARK_JDBC_URL: the database as Spark's executors must see it (default: idivm's own DSN as
   a JDBC URL; on a cluster the executors may need another host name);
-- IDIVM_SPARK_CONF: extra Spark settings, "key=value" pairs separated by spaces;
+- IDIVM_SPARK_CONF: extra Spark settings, "key=value" pairs separated by spaces, quoted as a shell
+  quotes them where a value has spaces (`spark.driver.extraJavaOptions='-Xss4m -XX:+UseG1GC'`);
 - IDIVM_SPARK_CORES: the cores of a cluster whose master URL and conf do not say (the cost model
   of `--engine auto` divides Spark's work by them);
 - IDIVM_SPARK_LOCAL_ROWS: inputs of at most this many rows reach Spark from the maintenance
@@ -20,6 +21,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shlex
 import shutil
 from dataclasses import dataclass, field
 from urllib.parse import quote
@@ -46,7 +48,11 @@ class SparkSettings:
 
     @classmethod
     def from_env(cls, dsn: str, master: str | None = None, jar: str | None = None) -> "SparkSettings":
-        conf = dict(pair.split("=", 1) for pair in os.environ.get("IDIVM_SPARK_CONF", "").split() if "=" in pair)
+        try:
+            pairs = shlex.split(os.environ.get("IDIVM_SPARK_CONF", ""))
+        except ValueError as e:
+            raise IdivmError(f"IDIVM_SPARK_CONF: {e} (key=value pairs, a value with spaces in quotes)") from None
+        conf = dict(pair.split("=", 1) for pair in pairs if "=" in pair)
         url, problem = os.environ.get("IDIVM_SPARK_JDBC_URL"), ""
         if not url:
             try:
