@@ -5,7 +5,9 @@ lines) and the paper's devices / parts / devices_parts (100k parts at scale 1). 
 
 - Q3: a three-way join aggregated per order (TPC-H Q3's shape: segment, date filters, SUM of prices);
 - Q4: orders counted per priority WHERE EXISTS a late line (TPC-H Q4's correlated EXISTS);
-- V': the paper's Figure 5b, SUM(price) per phone device over devices ⋈ devices_parts ⋈ parts.
+- V': the paper's Figure 5b, SUM(price) per phone device over devices ⋈ devices_parts ⋈ parts;
+- late: the lines that alone made their order late, per customer segment (TPC-H Q21's shape: a
+  three-way join and a NOT EXISTS correlated by an equality and an inequality).
 
 For each batch size (--batches, default 100 and 10,000 changes: line prices and dates, order
 dates, part prices), each round applies one batch to the base tables, then maintains every view
@@ -31,6 +33,9 @@ VIEWS = {
           "(SELECT 1 FROM lineitem l WHERE l.ok = o.ok AND l.commitdate < l.receiptdate) GROUP BY o.priority",
     "V'": "SELECT dp.did, sum(p.price) AS cost FROM devices_parts dp JOIN parts p ON p.pid = dp.pid "
           "JOIN devices d ON d.did = dp.did WHERE d.category = 'phone' GROUP BY dp.did",
+    "late": "SELECT c.segment, count(*) AS late_lines FROM customer c JOIN orders o ON o.ck = c.ck "
+            "JOIN lineitem l ON l.ok = o.ok WHERE l.receiptdate > l.commitdate AND NOT EXISTS (SELECT 1 FROM lineitem l2 "
+            "WHERE l2.ok = l.ok AND l2.ln <> l.ln AND l2.receiptdate > l2.commitdate) GROUP BY c.segment",
 }
 METHODS = ("higher-order", "id", "recompute")
 
@@ -97,6 +102,11 @@ def run(dsn: str | None = None, scale: float = 0.1, batches: str = "100,10000", 
                     else:
                         engine.register_view(name, sql, strategy=method)
                     registration[f"{label}/{method}"] = time.perf_counter() - t0
+            chosen = {}
+            for label, sql in VIEWS.items():  # what --strategy auto takes for each, against the measurements
+                engine.register_view("auto_choice", sql, strategy="auto")
+                chosen[label] = engine.strategy_of("auto_choice")
+                engine.drop_view("auto_choice")
             db.execute("ANALYZE")
             maps = db.execute("SELECT count(*), coalesce(sum(n_live_tup), 0) FROM pg_stat_user_tables "
                               "WHERE schemaname = 'idivm' AND relname LIKE 'map%'").fetchone()
@@ -117,17 +127,20 @@ def run(dsn: str | None = None, scale: float = 0.1, batches: str = "100,10000", 
             med = {m: entry[m]["median"] for m in METHODS}
             results.append(entry)
             rows.append([label, n, med["higher-order"] * 1000, med["id"] * 1000, med["recompute"] * 1000,
-                         f"{med['id'] / med['higher-order']:.2f}x", f"{med['recompute'] / med['higher-order']:.1f}x"])
+                         f"{med['id'] / med['higher-order']:.2f}x", f"{med['recompute'] / med['higher-order']:.1f}x",
+                         f"{registration[f'{label}/higher-order']:.2f} / {registration[f'{label}/id']:.2f}",
+                         chosen[label], min(("higher-order", "id"), key=med.get)])
     ok = all(equal.values())
     print(f"higher-order vs id vs recomputation at scale {scale} ({sizes}); medians of {rounds} rounds per batch "
           f"size; PostgreSQL {version}; {maps[0]} map tables, {maps[1]} map rows")
-    print_table(["view", "batch", "higher-order ms", "id ms", "recompute ms", "id/ho", "recompute/ho"], rows)
+    print_table(["view", "batch", "higher-order ms", "id ms", "recompute ms", "id/ho", "recompute/ho",
+                 "registration s (ho / id)", "auto chose", "faster"], rows)
     plot_path = out.replace(".json", ".png")
     plot(results, sizes_of_batches, plot_path)
     write_json(out, {"benchmark": "higher_order", "machine": machine(), "postgresql": version,
                      "parameters": {"scale": scale, "batches": sizes_of_batches, "rounds": rounds},
                      "sizes": sizes, "views": VIEWS, "map_tables": maps[0], "map_rows": maps[1],
-                     "registration_seconds": registration, "results": results,
+                     "registration_seconds": registration, "auto_chose": chosen, "results": results,
                      "views_equal_recomputation": equal, "plots": [plot_path],
                      "seconds": time.perf_counter() - started})
     print(f"views equal recomputation: {ok}; json: {out}; plot: {plot_path}")
