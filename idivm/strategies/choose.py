@@ -1,14 +1,14 @@
 """--strategy auto: the id or the higher-order strategy for a view, by a heuristic on its plan,
-from what scripts/bench_higher_order.py measured (docs/benchmarks.md, "higher-order"):
+from what scripts/bench_higher_order.py measured (docs/benchmarks.md, "The higher-order strategy"):
 
-- a view with EXISTS / IN subqueries or nested aggregates (scalar subqueries compared in WHERE or
-  HAVING, which the first-order strategies read decorrelated into parts of the view where they are
-  correlated by equalities, and refuse otherwise) goes to higher-order when that strategy
-  translates it: the id strategy re-derives every outer row a change of the subquery's table may
-  affect, many times the work of the subquery's counts kept as maps (TPC-H Q4's shape,
-  docs/benchmarks.md);
-- every other view goes to id, which maintained the join-aggregates Q3 and V' faster than the
-  maps at batches of 100 and 10,000;
+- a view with nested aggregates (scalar subqueries compared in WHERE or HAVING, which the
+  first-order strategies read decorrelated into parts of the view where they are correlated by
+  equalities, and refuse otherwise) goes to higher-order when that strategy translates it: it
+  keeps them as nested counts and sums in maps;
+- every other view goes to id: the join-aggregates (Q3, V') and the EXISTS / NOT EXISTS views (Q4,
+  and `late`, TPC-H Q21's shape: a NOT EXISTS correlated by an inequality) were all maintained
+  faster by id than by the maps, at 100 and at 10,000 changes (the ID-based rules re-derive only
+  the outer rows whose subquery rows changed);
 - a view the higher-order strategy refuses goes to id.
 
 Where the first choice refuses the view, auto takes the next strategy that maintains it
@@ -18,7 +18,7 @@ stored with the view's program; `idivm explain` prints them.
 """
 from __future__ import annotations
 
-from ..algebra.plan import Aggregate, Project, Union, walk
+from ..algebra.plan import Aggregate, Union, has_nested_aggregates
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -32,18 +32,18 @@ AUTO = "auto"
 def choose_strategy(plan) -> tuple[str, str]:
     """(strategy, why) for a view's plan."""
     spj = plan.cache if isinstance(plan, Aggregate) else plan
-    having = isinstance(plan, Aggregate) and plan.having_subqueries
     if isinstance(spj, Union) and spj.outer_join:
         return "id", ("outer joins: their anti-joins re-derive only the preserved rows whose partners changed, "
                       "which the ID-based rules do directly")
-    if not having and not any(p.subqueries for p in walk(spj) if isinstance(p, Project)):
-        return "id", "no subquery in WHERE or HAVING: the ID-based rules are the faster choice (docs/benchmarks.md)"
+    if not has_nested_aggregates(plan):
+        return "id", ("no nested aggregate (a scalar subquery compared in WHERE or HAVING): the ID-based rules were the "
+                      "faster choice for joins, aggregates and EXISTS / IN subqueries (docs/benchmarks.md)")
     try:
         translate(plan)
     except UnsupportedQuery as e:
         return "id", f"the higher-order strategy refuses it ({str(e).splitlines()[0]})"
-    return HIGHER_ORDER, ("subqueries in WHERE or HAVING (EXISTS / IN / nested aggregates): kept as nested counts and sums "
-                          "in maps instead of re-deriving the outer rows a change may affect")
+    return HIGHER_ORDER, ("nested aggregates (scalar subqueries compared in WHERE or HAVING): kept as nested counts and "
+                          "sums in maps instead of parts of the view recomputed per touched group")
 
 
 # every strategy auto may take, in the order it falls back to them after its first choice
