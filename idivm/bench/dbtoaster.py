@@ -43,6 +43,7 @@ from sqlglot.optimizer.qualify import qualify
 
 from .. import api
 from ..errors import IdivmError, UnsupportedQuery, first_line
+from ..names import STORAGE_SCHEMA
 from .common import machine, parser, print_table, pyplot, save, scratch_database, write_json
 
 DIRS = ("simple", "employee", "tpch")
@@ -289,6 +290,8 @@ def run_case(dsn: str, case: Case, strategy: str, rounds: int, seed: int, timeou
             engine.register_view(VIEW, case.query, strategy=strategy)
             out["register_s"] = time.perf_counter() - t0
             out["chose"] = engine.strategy_of(VIEW)
+            out["maps"] = db.execute("SELECT count(*) FROM pg_tables WHERE schemaname = %s AND tablename LIKE 'map\\_%%'",
+                                     (STORAGE_SCHEMA,)).fetchone()[0]  # the higher-order strategy's (one view at a time)
             for _ in range(rounds):
                 _writes(db, rng, case.tables, words)
                 engine.maintain(VIEW)
@@ -368,7 +371,11 @@ def report(results: list[dict], strategies: list[str], out: str, version: str) -
     slowest = max(maintained, key=lambda r: r.get("register_s", 0), default=None)
     if slowest:
         print(f"\nslowest registration maintained: {slowest['file']}#{slowest['query']} ({slowest['strategy']}, "
-              f"chose {slowest['chose']}): {slowest['register_s']:.2f} s")
+              f"chose {slowest['chose']}): {slowest['register_s']:.2f} s, {slowest['maps']} maps")
+    most = max(maintained, key=lambda r: r.get("maps", 0), default=None)
+    if most and most.get("maps"):
+        print(f"most maps: {most['file']}#{most['query']} ({most['strategy']}, chose {most['chose']}): {most['maps']} maps, "
+              f"registered in {most['register_s']:.2f} s")
     write_json(out, {"machine": machine(), "postgres": version, "results": results,
                      "summary": [dict(zip(["strategy", "directory", "queries", *outcomes], r)) for r in rows]})
     plt = pyplot()
