@@ -107,7 +107,7 @@ def create_tables(conn, target, fill: Fill = create_as) -> None:
     parts = getattr(target, "parts", [])
     for part in parts:
         _create(conn, part, create_as)
-        run(conn, f"ALTER TABLE {table_of(part)} ADD COLUMN {ident(ROW_KEY)} bigint GENERATED ALWAYS AS IDENTITY UNIQUE")
+        add_row_number(conn, table_of(part), "UNIQUE")  # its rows' identity for the operators above, beside its key
     _create(conn, target, create_as if parts else fill)
     key_for_readers(conn, table_of(target))
     for table in [t for p in parts for t in tables_of(p)] + tables_of(target):
@@ -123,7 +123,13 @@ def key_for_readers(conn, table: str) -> None:
     disappears and comes back is a new row to the views over it."""
     if not run(conn, "SELECT EXISTS (SELECT 1 FROM pg_index WHERE indrelid = CAST(%s AS regclass) AND indisprimary)",
                (table,)).fetchone()[0]:
-        run(conn, f"ALTER TABLE {table} ADD COLUMN {ident(ROW_KEY)} bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY")
+        add_row_number(conn, table, "PRIMARY KEY")
+
+
+def add_row_number(conn, table: str, constraint: str) -> None:
+    """The hidden row number (ROW_KEY) a row takes when inserted and keeps while updated, under
+    `constraint` (PRIMARY KEY or UNIQUE)."""
+    run(conn, f"ALTER TABLE {table} ADD COLUMN {ident(ROW_KEY)} bigint GENERATED ALWAYS AS IDENTITY {constraint}")
 
 
 def table_of(target) -> str:
