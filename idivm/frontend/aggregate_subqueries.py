@@ -37,14 +37,17 @@ def fold_aggregate_subquery(tree: exp.Expression) -> exp.Expression:
     query reads as any other (a copy; tree unchanged)."""
     if not isinstance(tree, exp.Select):
         return tree
-    wrappers = [sq for sq in tree.find_all(exp.Subquery) if isinstance(sq.parent, (exp.From, exp.Join))
-                and isinstance(sq.this, exp.Select) and not has_aggregation(sq.this)]
-    if wrappers:
+    if _plain_from_subqueries(tree):
         tree = tree.copy()
-        for sq in reversed([sq for sq in tree.find_all(exp.Subquery) if isinstance(sq.parent, (exp.From, exp.Join))
-                            and isinstance(sq.this, exp.Select) and not has_aggregation(sq.this)]):
+        for sq in reversed(_plain_from_subqueries(tree)):
             sq.set("this", _fold(sq.this))
     return _fold(tree)
+
+
+def _plain_from_subqueries(tree: exp.Select) -> list[exp.Subquery]:
+    """The subqueries in a FROM or JOIN anywhere in tree that do not aggregate themselves."""
+    return [sq for sq in tree.find_all(exp.Subquery) if isinstance(sq.parent, (exp.From, exp.Join))
+            and isinstance(sq.this, exp.Select) and not has_aggregation(sq.this)]
 
 
 def _fold(tree: exp.Select) -> exp.Expression:

@@ -122,7 +122,8 @@ def _merge_nested(inner: exp.Select) -> None:
         if sub.find(exp.Exists) or sub.find(exp.Subquery):
             kept.append(c)
             continue
-        taken = {t.alias_or_name for t in inner.find_all(exp.Table)} | {c.table for c in inner.find_all(exp.Column)}
+        # fresh aliases for its tables: none that inner, or anything inside it, names already
+        taken = {t.alias_or_name for t in inner.find_all(exp.Table)} | {x.table for x in inner.find_all(exp.Column)}
         tables = [(sub.args.get("from_") or sub.args.get("from")).this] + [j.this for j in sub.args.get("joins") or []]
         renamed = {}
         for t in tables:
