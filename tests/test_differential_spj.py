@@ -300,6 +300,13 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
             return f"(SELECT {cols} FROM {t.name} AS x JOIN {other.name} AS y ON y.k1 = x.k1{inner_where}) AS {alias}"
         if style in ("subquery", "cte") and j == sub_at:
             inner_where = f" WHERE {draw(predicates(t.all))}" if draw(st.booleans()) else ""
+            if style == "subquery" and n == 1 and not in_having and not any("SELECT" in w for w in where) \
+                    and draw(st.integers(0, 1)) == 0:
+                # an EXISTS in the only subquery's WHERE: the query is merged into it (frontend/derived_tables.py)
+                u = draw(st.sampled_from(tables))
+                semi = (f"{draw(st.sampled_from(['EXISTS', 'NOT EXISTS']))} (SELECT 1 FROM {u.name} AS e "
+                        f"WHERE e.{draw(st.sampled_from(u.all))} = {t.name}.{draw(st.sampled_from(t.all))})")
+                inner_where = f"{inner_where} AND {semi}" if inner_where else f" WHERE {semi}"
             body = f"(SELECT {', '.join(t.all)} FROM {t.name}{inner_where})"
             if style == "cte":
                 with_clause = f"WITH c0 AS {body} "

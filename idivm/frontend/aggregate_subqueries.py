@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .clauses import has_aggregation
+from .clauses import has_aggregation, inline_columns
 from .checks import refuse
 from ..errors import UnsupportedQuery
 
@@ -83,17 +83,7 @@ def _fold(tree: exp.Select) -> exp.Expression:
     alias = sub.alias_or_name
 
     def substitute(e: exp.Expression) -> exp.Expression:
-        def fn(node: exp.Expression) -> exp.Expression:
-            if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star):
-                if node.table and node.table != alias:
-                    raise UnsupportedQuery(f'missing FROM-clause entry for table "{node.table}"')
-                if node.name not in by_name:
-                    raise UnsupportedQuery(f'column "{node.name}" does not exist in subquery "{alias}"')
-                value = by_name[node.name].copy()
-                return value if isinstance(value, (exp.Column, exp.Func, exp.Literal, exp.Paren)) else exp.Paren(this=value)
-            return node
-
-        return e.transform(fn)
+        return inline_columns(e, alias, by_name)
 
     outputs: list[exp.Expression] = []
     for e in tree.expressions:

@@ -39,3 +39,17 @@ def aggregating_subqueries(select: exp.Select) -> list[exp.Subquery]:
     return [sq for sq in select.find_all(exp.Subquery)
             if isinstance(sq.parent, (exp.From, exp.Join)) and sq.parent.parent is select
             and isinstance(sq.this, exp.Select) and has_aggregation(sq.this)]
+
+
+def inline_columns(e: exp.Expression, alias: str, by_name: dict[str, exp.Expression]) -> exp.Expression:
+    """e (a copy) with each column of the subquery `alias` (qualified by it, or not qualified)
+    replaced by the subquery's expression of that name (`by_name`), parenthesized where precedence
+    could change; a name the subquery has not (an output alias of the query itself) is left."""
+    def fn(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and not isinstance(node.this, exp.Star) and node.table in ("", alias) \
+                and node.name in by_name:
+            value = by_name[node.name].copy()
+            return value if isinstance(value, (exp.Column, exp.Func, exp.Literal, exp.Paren)) else exp.Paren(this=value)
+        return node
+
+    return e.copy().transform(fn)

@@ -1,0 +1,71 @@
+"""A query over one subquery in FROM that only joins, filters and projects, and holds subqueries in
+its WHERE, merged into that subquery.
+
+    SELECT g(q.x), count(*) FROM (SELECT e AS x FROM t WHERE c AND NOT EXISTS (...)) AS q WHERE w(q.x) GROUP BY g(q.x)
+ -> SELECT g(e), count(*) FROM t WHERE c AND NOT EXISTS (...) AND w(e) GROUP BY g(e)
+
+build_plan.py merges subqueries like this one after the rewrites (sqlglot's merge_subqueries, which
+needs the schema), but then the EXISTS / IN and scalar subqueries of its WHERE stand outside the
+view's own WHERE for the rewrites that decorrelate them and for the checks. Merged here first, they
+are in the view's WHERE (TPC-H Q22's shape: a nested average and a NOT EXISTS filtering the
+customers that a grouped query then counts). The query's own clauses must hold no subquery (its
+columns are then those of the subquery alone); anything else is left for build_plan.py.
+"""
+from __future__ import annotations
+
+from sqlglot import exp
+
+from .clauses import has_aggregation, has_from, inline_columns
+
+_INNER_CLAUSES = ("group", "having", "distinct", "limit", "offset", "order", "with", "with_", "windows", "qualify")
+
+
+def merge_filtering_subquery(tree: exp.Expression) -> exp.Expression:
+    """The query merged into its one subquery in FROM where the module's docstring says (a copy;
+    tree unchanged), else tree; each branch of a UNION, EXCEPT or INTERSECT on its own."""
+    if isinstance(tree, exp.SetOperation):
+        merged = [merge_filtering_subquery(tree.this), merge_filtering_subquery(tree.expression)]
+        if merged[0] is tree.this and merged[1] is tree.expression:
+            return tree
+        tree = tree.copy()
+        tree.set("this", merged[0])
+        tree.set("expression", merged[1])
+        return tree
+    if not isinstance(tree, exp.Select) or not has_from(tree) or tree.args.get("joins"):
+        return tree
+    holder = (tree.args.get("from_") or tree.args.get("from")).this
+    if not isinstance(holder, exp.Subquery) or not isinstance(holder.this, exp.Select):
+        return tree
+    inner = holder.this
+    where = inner.args.get("where")
+    if (any(inner.args.get(k) for k in _INNER_CLAUSES) or has_aggregation(inner) or where is None
+            or not where.find(exp.Exists, exp.Subquery)):
+        return tree
+    inside = {id(n) for n in holder.walk()}
+    if any(id(n) not in inside for n in tree.find_all(exp.Subquery, exp.Exists)):
+        return tree  # the query's own clauses hold a subquery
+    by_name = {}
+    for e in inner.expressions:
+        if not isinstance(e, (exp.Alias, exp.Column)) or isinstance(e.unalias(), exp.Star):
+            return tree
+        by_name[e.alias_or_name] = e.unalias()
+    alias = holder.alias_or_name
+    merged = inner.copy()
+    outputs: list[exp.Expression] = []
+    for e in tree.expressions:
+        if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)):
+            outputs += [exp.alias_(v.copy(), n, quoted=True) for n, v in by_name.items()]
+        elif isinstance(e, exp.Alias):
+            outputs.append(exp.alias_(inline_columns(e.this, alias, by_name), e.alias, quoted=True))
+        elif isinstance(e, exp.Column):
+            outputs.append(exp.alias_(inline_columns(e, alias, by_name), e.name, quoted=True))
+        else:
+            outputs.append(inline_columns(e, alias, by_name))  # unnamed: refused with "needs a name" later
+    merged.set("expressions", outputs)
+    if tree.args.get("where") is not None:
+        merged.set("where", exp.Where(this=exp.and_(exp.paren(where.this.copy()),
+                                                    exp.paren(inline_columns(tree.args["where"].this, alias, by_name)))))
+    for clause in ("group", "having", "distinct", "order", "limit", "offset"):
+        if tree.args.get(clause) is not None:
+            merged.set(clause, inline_columns(tree.args[clause], alias, by_name))
+    return merged
