@@ -66,8 +66,8 @@ def size_text(n: int) -> str:
 
 STORAGE_SCHEMA = "idivm"
 # idivm's one-row table (created with the catalog; PostgreSQL has no DUAL): what a maintained view's
-# SELECT without FROM reads (frontend/constant_subqueries.py), captured like any table.
-ONE_TABLE, ONE_COLUMN = "one", "__idivm_one"
+# SELECT without FROM reads (frontend/one_row.py), captured like any table.
+ONE_TABLE = "one"
 
 
 def storage_table(view_id: int) -> tuple[str, str]:

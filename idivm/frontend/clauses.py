@@ -52,4 +52,4 @@ def inline_columns(e: exp.Expression, alias: str, by_name: dict[str, exp.Express
             return value if isinstance(value, (exp.Column, exp.Func, exp.Literal, exp.Paren)) else exp.Paren(this=value)
         return node
 
-    return e.copy().transform(fn)
+    return e.transform(fn)

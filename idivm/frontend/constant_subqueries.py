@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-
 _CLAUSES = ("from", "from_", "joins", "where", "group", "having", "qualify", "limit", "offset", "fetch", "order",
             "windows", "with", "with_", "laterals", "into")
 
@@ -41,8 +40,9 @@ def inline_constant_subqueries(tree: exp.Expression) -> exp.Expression:
             holder.replace(exp.Paren(this=_one_value(select)))
     for select in reversed(list(tree.find_all(exp.Select))):  # EXISTS (SELECT 1 WHERE c) -> (c) IS TRUE
         holder = select.parent if isinstance(select.parent, exp.Subquery) else select
-        if select is not tree and isinstance(holder.parent, exp.Exists) and _row_if(select) is not None:
-            holder.parent.replace(exp.Is(this=exp.Paren(this=_row_if(select).copy()), expression=exp.true()))
+        condition = _row_if(select) if select is not tree and isinstance(holder.parent, exp.Exists) else None
+        if condition is not None:
+            holder.parent.replace(exp.Is(this=exp.Paren(this=condition.copy()), expression=exp.true()))
     return tree
 
 

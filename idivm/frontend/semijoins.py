@@ -136,10 +136,10 @@ def _merge_nested(inner: exp.Select) -> None:
         for col in sub.find_all(exp.Column):
             if col.table in renamed:
                 col.set("table", exp.to_identifier(renamed[col.table], quoted=True))
-        for k, t in enumerate(tables):
-            join = (sub.args.get("joins") or [None] * len(tables))[k - 1] if k else None
-            on = join.args.get("on") if join is not None else None
-            inner.join(t.copy(), on=on.copy() if on is not None else None, join_type=None if on is not None else "cross",
+        inner.join(tables[0].copy(), join_type="cross", copy=False)
+        for j in sub.args.get("joins") or []:  # its inner joins as they are, ON conditions and all
+            on = j.args.get("on")
+            inner.join(j.this.copy(), on=on.copy() if on is not None else None, join_type=None if on is not None else "cross",
                        copy=False)
         if sub.args.get("where") is not None:
             kept.append(exp.paren(sub.args["where"].this.copy()))

@@ -55,7 +55,7 @@ class PostgresSchema:
             try:
                 self._tables[key] = reflect_table(self.conn, schema, name, only=only)
             except UnknownObject:
-                if (schema, name) == (STORAGE_SCHEMA, ONE_TABLE):  # frontend/constant_subqueries.py
+                if (schema, name) == (STORAGE_SCHEMA, ONE_TABLE):  # frontend/one_row.py
                     raise UnknownObject(f"a SELECT without FROM reads {STORAGE_SCHEMA}.{ONE_TABLE}, the one-row table "
                                         "`idivm init` creates: run it first") from None
                 raise

@@ -1,6 +1,6 @@
 """idivm's catalog: the captured tables, the maintained views with their programs, inputs and
 rendered statements, and the views' operating state (policies, failures, staleness); and `one`,
-the one-row table a SELECT without FROM reads once registered (frontend/constant_subqueries.py).
+the one-row table a SELECT without FROM reads once registered (frontend/one_row.py).
 
 One revision until idivm is first released: later changes to the catalog are revisions after it,
 each upgrading the databases of the release before.
@@ -17,7 +17,7 @@ branch_labels = None
 depends_on = None
 
 S = "idivm"
-ONE_TABLE, ONE_COLUMN = "one", "__idivm_one"  # names.ONE_TABLE (migrations do not import the package)
+ONE_TABLE, ONE_COLUMN = "one", "__idivm_one"  # names.ONE_TABLE and its column (migrations do not import the package)
 
 
 class XID8(sa.types.UserDefinedType):
