@@ -9,7 +9,9 @@ needs the schema), but then the EXISTS / IN and scalar subqueries of its WHERE s
 view's own WHERE for the rewrites that decorrelate them and for the checks. Merged here first, they
 are in the view's WHERE (TPC-H Q22's shape: a nested average and a NOT EXISTS filtering the
 customers that a grouped query then counts). The query's own clauses must hold no subquery (its
-columns are then those of the subquery alone); anything else is left for build_plan.py.
+columns are then those of the subquery alone); anything else is left for build_plan.py. Subqueries
+in FROM are merged first, so the same holds for a query over an aggregating subquery whose own FROM
+is such a subquery (the aggregating subquery is a part of the view, checked as a query of its own).
 """
 from __future__ import annotations
 
@@ -31,7 +33,10 @@ def merge_filtering_subquery(tree: exp.Expression) -> exp.Expression:
         tree.set("this", merged[0])
         tree.set("expression", merged[1])
         return tree
-    if not isinstance(tree, exp.Select) or not has_from(tree) or tree.args.get("joins"):
+    if not isinstance(tree, exp.Select) or not has_from(tree):
+        return tree
+    tree = _merge_in_from(tree)
+    if tree.args.get("joins"):
         return tree
     holder = (tree.args.get("from_") or tree.args.get("from")).this
     if not isinstance(holder, exp.Subquery) or not isinstance(holder.this, exp.Select):
@@ -69,3 +74,18 @@ def merge_filtering_subquery(tree: exp.Expression) -> exp.Expression:
         if tree.args.get(clause) is not None:
             merged.set(clause, inline_columns(tree.args[clause], alias, by_name))
     return merged
+
+
+def _merge_in_from(tree: exp.Select) -> exp.Select:
+    """tree with each subquery of its FROM and JOINs merged where the module's docstring says (tree
+    itself when none is)."""
+    holders = [j.this for j in [tree.args.get("from_") or tree.args.get("from")] + (tree.args.get("joins") or [])]
+    merged = [merge_filtering_subquery(h.this) if isinstance(h, exp.Subquery) else None for h in holders]
+    if all(m is None or m is h.this for m, h in zip(merged, holders)):
+        return tree
+    copy = tree.copy()
+    copied = [j.this for j in [copy.args.get("from_") or copy.args.get("from")] + (copy.args.get("joins") or [])]
+    for m, h, c in zip(merged, holders, copied):
+        if m is not None and m is not h.this:
+            c.set("this", m)
+    return copy
