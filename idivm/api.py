@@ -24,7 +24,7 @@ from .introspect.session import current_database, role_exists
 from .operate.engine_choice import EngineChoice, choice_for
 from .operate.dependencies import dependency_order, edges
 from .operate.explain import explain_query, explain_unminimized, explain_view
-from .operate.policy import DEFAULT, Policy, notify_threshold, policy_of
+from .operate.policy import DEFAULT, RECOMPUTE, Policy, notify_threshold, policy_of
 from .operate.view_files import Change, plan_folder
 from .operate.install import install_or_upgrade, uninstall
 from .operate.mode_switch import switch_mode
@@ -370,12 +370,17 @@ class Engine:
             return event_triggers_installed(conn)
 
     def set_policy(self, name: str, every: float | None = None, max_pending: int | None = None,
-                   max_staleness: float | None = None, reset: bool = False, engine: str | None = None) -> Policy:
+                   max_staleness: float | None = None, reset: bool = False, engine: str | None = None,
+                   recompute: str | None = None) -> Policy:
         """Store a view's maintenance policy (only the given settings change; reset=True first clears
         all of them back to the defaults). `engine` (postgres, spark or auto) maintains the view when
-        a run names no engine. Returns the effective policy."""
+        a run names no engine; `recompute` (auto, never or always) says when a deferred maintenance
+        recomputes the view instead of running its Δ-script (auto: when that is estimated cheaper,
+        docs/maintenance.md). Returns the effective policy."""
         if engine is not None:
             resolve_engine(engine, maintenance=True)
+        if recompute is not None and recompute not in RECOMPUTE:
+            raise IdivmError(f"--recompute must be one of {', '.join(RECOMPUTE)}, got {recompute!r}")
         for label, value in (("--every", every), ("--max-staleness", max_staleness)):
             if value is not None and not value > 0:
                 raise IdivmError(f"{label} must be a positive number of seconds, got {value}")
@@ -384,7 +389,8 @@ class Engine:
         with self.sa.begin() as conn:
             row = self._view(conn, name)
             catalog.set_policy(conn, row.id, {"policy_every": every, "policy_max_pending": max_pending,
-                                              "policy_max_staleness": max_staleness, "policy_engine": engine},
+                                              "policy_max_staleness": max_staleness, "policy_engine": engine,
+                                              "policy_recompute": recompute},
                                reset=reset)
             # the NOTIFY threshold follows max_pending
             reinstall_functions(conn, notify_threshold, catalog.input_ids(conn, row.id))

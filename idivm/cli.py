@@ -301,10 +301,14 @@ def set_policy(
     reset: bool = typer.Option(False, "--reset", help="back to the defaults first"),
     engine: Optional[str] = typer.Option(None, "--engine", help="the engine that maintains it when a run names "
                                          "none: postgres, spark, or auto (a cost model chooses per batch; docs/spark.md)"),
+    recompute: Optional[str] = typer.Option(None, "--recompute", help="when a maintenance recomputes the view instead "
+                                            "of running its Δ-script: auto (when estimated cheaper), never, or always "
+                                            "(docs/maintenance.md)"),
 ):
-    """Set when the scheduler maintains a view, and with which engine (settings not given keep their value)."""
+    """Set when the scheduler maintains a view, with which engine, and when it recomputes the view instead of
+    running its Δ-script (settings not given keep their value)."""
     policy = _engine().set_policy(name, every=every, max_pending=max_pending, max_staleness=max_staleness, reset=reset,
-                                  engine=engine)
+                                  engine=engine, recompute=recompute)
     out.print(f"{name}: {policy}")
 
 

@@ -22,6 +22,7 @@ from .program.bind import bind
 from .program.steps import Program
 from .strategies.choose import AUTO, resolve_auto
 from .strategies.higher_order.target import STRATEGY as HIGHER_ORDER
+from .strategies.refills import refills
 from .strategies.targets import bind_target, compile_target
 
 ColumnTypes = Callable[[object], list[int]]  # a query tree -> the type OIDs of its columns
@@ -50,7 +51,9 @@ class Compilation:
         program, self.program = self.program, None
         if program is None:
             raise ValueError("this compilation was bound already: compile again to bind it to other ids")
-        return bind_target(self.target, view_id), bind(program, view_id, captured)
+        target, program = bind_target(self.target, view_id), bind(program, view_id, captured)
+        program.refills = refills(target)
+        return target, program
 
 
 def compile_view(sql: str, schema: SchemaProvider, strategy: str, column_types: ColumnTypes | None = None,

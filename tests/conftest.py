@@ -260,8 +260,17 @@ def spark_sample_problem(stats: dict) -> str | None:
     return None
 
 
+def recompute_problem(stats: dict) -> str | None:
+    """Rounds that drew `--recompute always` must have recomputed views: a maintenance that ran the
+    Δ-script instead would pass every comparison without testing the recomputation."""
+    rounds = sum(per.get("rounds", 0) for per in stats.values() if isinstance(per, dict) and "views" in per)
+    if rounds >= 30 and not stats.get("recomputed"):
+        return f"the differential test recomputed no view in {rounds} rounds"
+    return None
+
+
 def pytest_sessionfinish(session, exitstatus):
-    problem = spark_sample_problem(DIFFERENTIAL_STATS)
+    problem = spark_sample_problem(DIFFERENTIAL_STATS) or recompute_problem(DIFFERENTIAL_STATS)
     if problem and not hasattr(session.config, "workerinput"):  # the controlling process, or no xdist
         session.config._idivm_problem = problem
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -617,9 +617,15 @@ def test_random_views_equal_recomputation(module_db, family_stats, family, data)
                     STATS["transactions"] = STATS.get("transactions", 0) + 1
                     STATS["statements"] = STATS.get("statements", 0) + len(ops)
                     STATS["aborted"] = STATS.get("aborted", 0) + abort
+                # when the deferred views recompute instead of running their Δ-scripts: by the
+                # estimates (auto), never, or always, drawn per round (engines/postgres/recompute.py)
+                recompute = data.draw(st.sampled_from(RECOMPUTE_POLICIES))
+                conn.execute("UPDATE idivm.views SET policy_recompute = %s WHERE schema_name = %s", (recompute, schema))
                 on_spark = [n for n in names if n.endswith(".v_spark")]
                 on_sql = [n for n in names if n.endswith(".v_sql")]
-                engine.maintain(*[n for n in names if n not in on_spark and n not in on_sql])
+                reports = engine.maintain(*[n for n in names if n not in on_spark and n not in on_sql])
+                reports = reports if isinstance(reports, list) else [reports]
+                STATS["recomputed"] = STATS.get("recomputed", 0) + sum(r.recomputed is not None for r in reports)
                 for name in on_spark:
                     _maintain_on_spark(engine, name, names)
                 for name in on_sql:
@@ -658,6 +664,8 @@ def test_random_views_equal_recomputation(module_db, family_stats, family, data)
         STATS["sql"]["views"] += 1
         STATS["sql"]["rounds"] += len(rounds)
 
+
+RECOMPUTE_POLICIES = ("auto", "never", "always")
 
 LOCAL_ROWS = ("20000", "0", "5")  # Spark's inputs from the transaction, through JDBC, or by their size
 

@@ -77,7 +77,10 @@ def test_the_compiler_knows_no_catalog_id_and_binding_names_every_relation(name)
     unshared = from_json(to_json(c.program))  # no tree held by two steps, as strategies may hand out
     bound = c.bound(42, captured)[1]
     assert [type(s) for s in bound.steps] == kinds
+    refills, bound.refills = bound.refills, []  # the refills come from the bound target (strategies/refills.py)
     assert to_json(bound) == to_json(bind(unshared, 42, captured))  # bound in place, each relation once
+    assert refills and all(r.target.db == "idivm" and "_42" in r.target.name for r in refills)
+    assert refills[-1].role == "view" and refills[-1].target.name == "view_42"
     for rel in relations(bound):
         assert rel.kind != R.DELTA or int(rel.name) in captured.values()
         assert rel.kind != R.VIEW or (rel.schema == "idivm" and "_42" in rel.name)

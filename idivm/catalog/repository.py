@@ -70,6 +70,12 @@ def set_program(conn: Connection, view_id: int, program_json: str) -> None:
     conn.execute(sa.text("UPDATE idivm.views SET program = :p WHERE id = :v"), {"p": program_json, "v": view_id})
 
 
+def set_recompute_ms(conn: Connection, view_id: int, ms: float) -> None:
+    """The view's cost of recomputing, as its registration's fill measured it (maintenances that
+    recompute measure it again)."""
+    conn.execute(sa.text("UPDATE idivm.views SET recompute_ms = :ms WHERE id = :v"), {"ms": ms, "v": view_id})
+
+
 def program_of(conn: Connection, view_id: int) -> str | None:
     return conn.execute(sa.text("SELECT program FROM idivm.views WHERE id = :v"), {"v": view_id}).scalar()
 
@@ -131,7 +137,7 @@ def auxiliary_tables(conn: Connection, view_id: int) -> list[str]:
         {"cache": f"cache_{view_id}", "maps": f"map\\_{view_id}\\_%"}).all()]
 
 
-POLICY_COLUMNS = ("policy_every", "policy_max_pending", "policy_max_staleness", "policy_engine")
+POLICY_COLUMNS = ("policy_every", "policy_max_pending", "policy_max_staleness", "policy_engine", "policy_recompute")
 
 
 def set_policy(conn: Connection, view_id: int, values: dict[str, float | int | None], reset: bool = False) -> None:

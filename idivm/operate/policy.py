@@ -26,11 +26,17 @@ class Policy:
     max_pending: int = 10_000
     max_staleness: float | None = None
     engine: str | None = None  # postgres, spark or auto (operate/engine_choice.py); None: the default engine
+    # when a maintenance recomputes the view instead of running its Δ-script: auto (when estimated
+    # cheaper, engines/postgres/server_maintenance.py), never or always
+    recompute: str = "auto"
 
     def __str__(self) -> str:
         stale = f"{self.max_staleness:g}s" if self.max_staleness is not None else "none"
         engine = f", engine {self.engine}" if self.engine else ""
-        return f"every {self.every:g}s, max pending {self.max_pending}, max staleness {stale}{engine}"
+        return f"every {self.every:g}s, max pending {self.max_pending}, max staleness {stale}{engine}, recompute {self.recompute}"
+
+
+RECOMPUTE = ("auto", "never", "always")
 
 
 DEFAULT = Policy()
@@ -43,6 +49,7 @@ def policy_of(row, default: Policy = DEFAULT) -> Policy:
         max_pending=row.policy_max_pending if row.policy_max_pending is not None else default.max_pending,
         max_staleness=row.policy_max_staleness if row.policy_max_staleness is not None else default.max_staleness,
         engine=row.policy_engine if row.policy_engine is not None else default.engine,
+        recompute=row.policy_recompute if row.policy_recompute is not None else default.recompute,
     )
 
 

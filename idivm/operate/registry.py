@@ -3,6 +3,8 @@ the API's register_view, drop_view, refresh and set_mode, done inside a transact
 opened (with writers blocked where a snapshot must not miss a change)."""
 from __future__ import annotations
 
+import time
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
@@ -73,7 +75,9 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
         if (ds.table.schema, ds.table.name) in captured])  # a part's table is the view's own, not captured
     install_view_function(conn, view_id, program)  # CALL idivm.maintain_call(...), idivm.maintain(...) run it
     catalog.insert_derivations(conn, view_id, program.derivations)
+    began = time.perf_counter()
     create_tables(conn, target, fill)
+    catalog.set_recompute_ms(conn, view_id, (time.perf_counter() - began) * 1000)
     create_view_relation(conn, schema, view, storage_table(view_id), [n for n, _ in plan.outputs],
                   f"maintained by idivm ({compiled.strategy}): {sql}")
 

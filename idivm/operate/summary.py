@@ -18,6 +18,7 @@ from sqlglot import exp
 from ..algebra.plan import Aggregate, all_parts
 from ..catalog import repository as catalog
 from ..compiler import Compilation
+from ..engines.postgres.server_maintenance import MEASURING_BATCH, PRIOR_CHANGE_MS
 from ..errors import IdivmError
 from ..frontend.driver import compile_view_sql
 from ..introspect.provider import PostgresSchema
@@ -44,6 +45,7 @@ def summary(conn: Connection, row: sa.Row) -> str:
     program = from_json(program_json) if program_json is not None else None
     tables = {i.id: (i.schema_name, i.table_name) for i in catalog.view_inputs(conn, row.id)}
     lines = [("strategy", _strategy(conn, row, plan)), ("mode", _mode(row))]
+    lines += [("recompute", _recompute(row))] if row.mode == "deferred" else []
     lines += _compiled(row.strategy, plan, program)
     lines += [("storage", s) for s in _storage(conn, row)]
     lines += [("changes", s) for s in _changes(program, tables)] if program is not None else []
@@ -96,6 +98,20 @@ def _mode(row: sa.Row) -> str:
         return "immediate: every writing statement maintains the view before it returns"
     engine = row.policy_engine or "the default engine (IDIVM_ENGINE, else postgres)"
     return f"deferred: `idivm maintain` or the scheduler applies the logged changes, on {engine}"
+
+
+def _recompute(row: sa.Row) -> str:
+    """When a maintenance recomputes the view instead of running its Δ-script, and the costs that decide it."""
+    policy = row.policy_recompute or "auto"
+    if policy != "auto":
+        return f"{policy} (its policy: `idivm set-policy --recompute`)"
+    per_change = (f"{row.change_ms * 1000:.1f} µs per change, as measured" if row.change_ms is not None else
+                  f"{PRIOR_CHANGE_MS * 1000:.1f} µs per change until a batch of {MEASURING_BATCH} measures it")
+    if row.recompute_ms is None:
+        return f"auto: never yet, recomputing has not been measured; the Δ-script costs {per_change}"
+    per = row.change_ms if row.change_ms is not None else PRIOR_CHANGE_MS
+    return (f"auto: when a batch has more than {int(row.recompute_ms / per):,} effective changes (the Δ-script costs "
+            f"{per_change}; recomputing {row.recompute_ms:.1f} ms, as measured)")
 
 
 def _aggregates(plan: Aggregate, program: Program) -> str:

@@ -42,8 +42,9 @@ def to_json(program: S.Program) -> str:
     for step in program.steps:
         fields = {f.name: _dump(getattr(step, f.name)) for f in dataclasses.fields(step)}
         steps.append({"step": type(step).__name__, **fields})
+    refills = [{f.name: _dump(getattr(r, f.name)) for f in dataclasses.fields(r)} for r in program.refills]
     return json.dumps({"version": FORMAT_VERSION, "strategy": program.strategy, "steps": steps,
-                       "derivations": program.derivations}, separators=(",", ":"))
+                       "derivations": program.derivations, "refills": refills}, separators=(",", ":"))
 
 
 def targets(text: str) -> list[exp.Expression]:
@@ -62,4 +63,5 @@ def from_json(text: str) -> S.Program:
         if "assignments" in args:
             args["assignments"] = [tuple(a) for a in args["assignments"]]
         out.steps.append(cls(**args))
+    out.refills = [S.Refill(**{k: _load(v) for k, v in raw.items()}) for raw in data["refills"]]
     return out

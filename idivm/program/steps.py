@@ -31,6 +31,7 @@ PHASES = {-1: "setup", 0: "delete", 1: "update", 2: "insert", 3: "aggregate", 4:
           5: "maps", 6: "view from maps"}
 MAPS_PHASE, VIEW_FROM_MAPS_PHASE = 5, 6
 VIEW_ROLE, CACHE_ROLE = "view", "cache"
+MAP_UNIT = "__unit"  # the key column of a map without keys (AddToMap): a constant TRUE, so it has a row to match
 
 
 @dataclass(kw_only=True)
@@ -171,13 +172,37 @@ def written_tables(targets: Iterable[exp.Expression]) -> list[tuple[str, str]]:
     return out
 
 
+@dataclass(kw_only=True)
+class Refill:
+    """One table of the view brought to what its defining query now returns, when a maintenance
+    recomputes the view instead of running its steps (a batch the steps would take longer over than
+    the view's query, docs/maintenance.md "Recomputing instead"): its rows compared with the query's
+    and only the difference written, so that readers are never blocked or shown an empty table, the
+    rows that stay keep their identity (a reader view's capture logs only what changed), and a
+    small change to a costly view writes little.
+
+    Every table idivm maintains holds each row once (its IDs, group keys or map keys identify it,
+    or it has at most one row), so rows are compared as sets. `keys`: columns that are never NULL
+    and identify a row (a hash join on them, the whole row compared beside it); empty when there
+    are none, then only whole rows are compared."""
+
+    target: exp.Table
+    columns: list[str]
+    source: exp.Query
+    keys: list[str] = field(default_factory=list)
+    role: str = VIEW_ROLE
+
+
 @dataclass
 class Program:
-    """One view's Δ-program, with the derivations (rule trails) that explain prints."""
+    """One view's Δ-program, with the derivations (rule trails) that explain prints, and the
+    refills that recompute its tables instead (Refill: its parts', caches' and maps' before the
+    view's own, in the order they are read)."""
 
     strategy: str
     steps: list[Step] = field(default_factory=list)
     derivations: list[str] = field(default_factory=list)
+    refills: list[Refill] = field(default_factory=list)
 
     def ordered(self) -> list[Step]:
         """Steps by stage, then phase; within a phase in the order emitted (a stable sort)."""

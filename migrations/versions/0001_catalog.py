@@ -73,12 +73,20 @@ def upgrade() -> None:
         sa.Column("policy_max_staleness", sa.Float,
                   comment="maintain before the oldest waiting change is this old; NULL: none"),
         sa.Column("policy_engine", sa.Text, comment="postgres, spark or auto (NULL: the default engine)"),
+        sa.Column("policy_recompute", sa.Text,
+                  comment="when a deferred maintenance recomputes the view instead of running its Δ-script: auto "
+                          "(when that is estimated cheaper), never or always; NULL: auto"),
+        sa.Column("recompute_ms", sa.Float,
+                  comment="the measured cost of recomputing the view: its registration's fill, then its last recompute"),
+        sa.Column("change_ms", sa.Float,
+                  comment="the Δ-script's cost per effective change, measured by the last batch large enough"),
         sa.Column("consecutive_failures", sa.Integer, nullable=False, server_default="0"),
         sa.Column("last_error", sa.Text, comment="the last failed maintenance's error; NULL after a success"),
         sa.Column("last_attempt_at", sa.DateTime(timezone=True), comment="the last maintenance attempt, failed or not"),
         sa.Column("stale_reason", sa.Text, comment="why the view can no longer be maintained; NULL: it can"),
         sa.UniqueConstraint("schema_name", "view_name"),
         sa.CheckConstraint("policy_engine IN ('postgres', 'spark', 'auto')", name="views_policy_engine"),
+        sa.CheckConstraint("policy_recompute IN ('auto', 'never', 'always')", name="views_policy_recompute"),
         schema=S,
     )
     op.create_table(

@@ -34,7 +34,8 @@ from ...catalog import repository as catalog
 from ...names import counted, display_name
 from ...sqltext import run
 from .maintenance_lock import LOCK_CLASS
-from .server_maintenance import ATTEMPTS, RESULT, input_arrays, input_changes
+from .server_maintenance import (ATTEMPTS, RECOMPUTED_BY_ESTIMATE, RECOMPUTED_BY_POLICY, RESULT, input_arrays,
+                                 input_changes)
 
 __all__ = ["LOCK_CLASS", "MaintenanceReport", "Stage", "maintain_view", "run_maintenance"]
 
@@ -53,6 +54,7 @@ class MaintenanceReport:
     engine: str = "postgres"  # the engine that computed the diffs (DESIGN: a run names the engine it used)
     offloaded: int = 0  # statements whose diffs another engine computed (the Spark engine)
     chosen: str | None = None  # why this engine, when `--engine auto` chose it (operate/engine_choice.py)
+    recomputed: str | None = None  # why the view was recomputed instead of running its Δ-script (None: it was not)
 
     skipped: str | None = None  # why the view was not maintained (maintaining all views skips stale ones)
     stale: bool = False  # skipped because a schema change made it stale: `idivm refresh` is needed
@@ -66,8 +68,9 @@ class MaintenanceReport:
         on = (f" on {self.engine} ({counted(self.offloaded, 'diff source')} computed there)"
               if self.engine != "postgres" else "")
         why = f"; {self.chosen}" if self.chosen else ""
+        recomputed = f", recomputed ({self.recomputed})" if self.recomputed else ""
         return (f"{self.view}: {counted(self.changes, 'effective change')}, {counted(self.statements, 'statement')}, "
-                f"{counted(self.rows_affected, 'view row')} touched in {self.seconds * 1000:.1f} ms{on}{why}")
+                f"{counted(self.rows_affected, 'view row')} touched in {self.seconds * 1000:.1f} ms{recomputed}{on}{why}")
 
 
 # What another engine computes of a maintenance, between its two halves (engines/spark/executor.py):
@@ -175,6 +178,11 @@ def _read_outcome(report: MaintenanceReport, outcome: str, message: str, result,
     report.rows_affected = int(figures["view_rows"])
     for part in ("i-diffs", "cache", "view"):
         report.breakdown[part] = figures[part] / 1000
+    if figures["recomputed"] == RECOMPUTED_BY_POLICY:
+        report.recomputed = "its policy"
+    elif figures["recomputed"] == RECOMPUTED_BY_ESTIMATE:
+        report.recomputed = (f"the Δ-script was estimated at {figures['script_estimate']:.1f} ms, recomputing at "
+                             f"{figures['recompute_estimate']:.1f} ms")
     for s_, t_, n in zip(schemas, names, result[len(RESULT):]):  # the function's inputs, in captured id order
         report.per_table[display_name(s_, t_)] = int(n)
 
@@ -218,19 +226,19 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
             conn, f"SELECT m.outcome, m.message, m.figures, {input_arrays('%(v)s')} "
                   "FROM idivm.maintain_locked(%(v)s, true, %(shown)s) AS m", params, report.view)
     else:
-        outcome, message, inputs, snapshot, page_cost, began, idiffs_ms, ids, schemas, names = _call(
+        outcome, message, inputs, snapshot, page_cost, began, idiffs_ms, recompute, estimates, ids, schemas, names = _call(
             conn, "SELECT p.outcome, p.message, p.inputs, p.new_snapshot, p.page_cost, p.started, p.idiffs_ms, "
-                  f"{input_arrays('%(v)s')} FROM idivm.prepare_maintenance(%(v)s, true, %(shown)s) AS p",
-            params, report.view)
+                  f"p.recompute, p.estimates, {input_arrays('%(v)s')} "
+                  "FROM idivm.prepare_maintenance(%(v)s, true, %(shown)s) AS p", params, report.view)
         result = None
-        if outcome == "ready":
-            staged = stage(conn, view_id, input_changes(inputs, ids), report) if inputs[0] else []
+        if outcome == "ready":  # a view recomputed instead of its Δ-script has nothing for the other engine to stage
+            staged = stage(conn, view_id, input_changes(inputs, ids), report) if inputs[0] and not recompute else []
             outcome, message, result = _call(
                 conn, "SELECT f.outcome, f.message, f.figures FROM idivm.finish_maintenance(%(v)s, %(shown)s, "
                       "CAST(%(inputs)s AS bigint[]), %(snapshot)s, %(page_cost)s, %(began)s, %(ms)s, "
-                      "CAST(%(staged)s AS int[])) AS f",
+                      "CAST(%(staged)s AS int[]), %(recompute)s, CAST(%(estimates)s AS float8[])) AS f",
                 {**params, "inputs": inputs, "snapshot": snapshot, "page_cost": page_cost, "began": began,
-                 "ms": idiffs_ms, "staged": staged}, report.view)
+                 "ms": idiffs_ms, "staged": staged, "recompute": recompute, "estimates": estimates}, report.view)
     _read_outcome(report, outcome, message, result, schemas, names)
     if before_commit:
         before_commit(conn)

@@ -7,14 +7,15 @@ from sqlglot import exp
 
 from ...algebra.plan import BRANCH_COLUMN, ROW_KEY, scans
 from ...frontend.driver import parse_one
-from ...program.trees import alias, select, subquery
+from ...program.steps import MAP_UNIT
 from ...rules.aggregate import group_select
 from ...rules.aggregate_target import AggregateTarget
 from ...strategies.higher_order.target import HigherOrderTarget
+from ...strategies.refills import map_fill
 from ...rules.spj import SpjTarget, full_query
 from ...rules.union import UnionTarget
 from ...sqltext import ident, qualified, run
-from .render import MAP_UNIT, sql
+from .render import sql
 
 # Maintained tables are updated in place by every maintenance: SPJ views and caches when a non-key
 # attribute changes, grouped views on every change of their groups' aggregates. Those columns are not
@@ -152,10 +153,7 @@ def create_higher_order_tables(conn, t: HigherOrderTarget, fill: Fill = create_a
     table, typed as PostgreSQL types the view's query, filled from the top-level maps."""
     for name, keys, nullable, query in t.map_fills():
         table = qualified("idivm", name)
-        if not keys:
-            query = select([alias(exp.true(), MAP_UNIT), exp.Column(this=exp.Star(), table=exp.to_identifier("f"))],
-                           [subquery(query, "f")])
-        fill(conn, table, query)
+        fill(conn, table, map_fill(keys, query))
         _unique(conn, table, keys or [MAP_UNIT], bool(nullable))
     for name, lookups in t.map_lookups().items():
         for cols in lookups:

@@ -18,12 +18,11 @@ from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
 
 from ...program import relations as R
-from ...program.steps import (PHASES, AddToMap, CreateScratch, DeleteMatching, InsertRows, MergeRows, Program, Record, Step,
-                              UpdateMatching)
+from ...program.steps import (MAP_UNIT, PHASES, AddToMap, CreateScratch, DeleteMatching, InsertRows, MergeRows, Program,
+                              Record, Step, UpdateMatching)
 from ...sqltext import ident, qualified, string_literal, table_expr
 
 CHANGED = "changed"  # the CTE holding a recorded write's RETURNING rows
-MAP_UNIT = "__unit"  # the key column of a map without keys
 
 
 def delta_table_name(captured_id: int) -> str:

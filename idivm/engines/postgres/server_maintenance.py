@@ -68,6 +68,7 @@ from ...sqltext import qualified, run, string_literal
 from .maintenance_lock import LOCK_CLASS
 from .immediate import SMALL_CHANGES
 from .kind_guards import counted_fill, guard
+from .recompute import recompute_body
 from .render import SCRATCH_TRUNCATE_BYTES, Rendered, delta_names, render_parts, render_program
 
 REPORT_TYPE = qualified("idivm", "maintenance_report")
@@ -75,10 +76,12 @@ REPORT_TYPE = qualified("idivm", "maintenance_report")
 
 def _view_functions(view_id: int) -> list[tuple[str, list[tuple[str, str]], str]]:
     """Each view's compiled functions as (qualified name, arguments as (name, type), result type):
-    idiffs_<id> fills the view's i-diff instances, apply_<id> runs its Δ-script over them."""
+    idiffs_<id> fills the view's i-diff instances, apply_<id> runs its Δ-script over them,
+    recompute_<id> recomputes the view instead (recompute.py)."""
     return [(qualified("idivm", f"idiffs_{int(view_id)}"), [("idivm_snapshot", "text")], "bigint[]"),
             (qualified("idivm", f"apply_{int(view_id)}"), [("idivm_inputs", "bigint[]"), ("idivm_staged", "int[]")],
-             "float8[]")]
+             "float8[]"),
+            (qualified("idivm", f"recompute_{int(view_id)}"), [("idivm_inputs", "bigint[]")], "float8[]")]
 
 
 def _signature(name: str, arguments: list[tuple[str, str]]) -> str:
@@ -92,8 +95,19 @@ def view_delta(view_id: int, captured_id: int) -> str:
     return f"idivm_d{int(view_id)}_{int(captured_id)}"
 
 
-# What a maintenance reports, in this order (a float8[]): then each input's effective changes
-RESULT = ("changes", "statements", "view_rows", "i-diffs", CACHE_ROLE, VIEW_ROLE)
+# What a maintenance reports, in this order (a float8[]): then each input's effective changes.
+# "recomputed": 0 when the Δ-script ran, RECOMPUTED_BY_ESTIMATE or RECOMPUTED_BY_POLICY when the view
+# was recomputed instead; "script_estimate" and "recompute_estimate": the estimated costs in ms
+# (recompute's NULL, as NaN, before any measurement)
+RESULT = ("changes", "statements", "view_rows", "i-diffs", CACHE_ROLE, VIEW_ROLE, "recomputed", "script_estimate",
+          "recompute_estimate")
+RECOMPUTED_BY_ESTIMATE, RECOMPUTED_BY_POLICY = 1, 2
+
+# The Δ-script's cost per effective change before a batch measured it (ms), and the smallest batch
+# that measures it (below, the fixed costs of a maintenance weigh on the figure): the default of the
+# engine choice's cost model (operate/engine_choice.py)
+PRIOR_CHANGE_MS = 0.025
+MEASURING_BATCH = 100
 
 
 def input_arrays(view_id: str) -> str:
@@ -221,8 +235,6 @@ def apply_body(view_id: int, inputs: list[int], rendered: list[tuple[Step, Rende
     for i, cid in enumerate(inputs):
         declare += [f"idivm_changed_{cid} bigint := idivm_inputs[{2 + 2 * i}];",
                     f"idivm_kinds_{cid} int := idivm_inputs[{3 + 2 * i}];"]
-    reset = [f"    TRUNCATE {qualified('pg_temp', view_delta(view_id, cid))};\n"
-             f"    ANALYZE {qualified('pg_temp', view_delta(view_id, cid))};" for cid in inputs]
     script = []
     known = set(inputs)
     for step, r in rendered:
@@ -245,12 +257,22 @@ BEGIN
   IF idivm_inputs[1] > 0 THEN
 {nl.join(script)}
   END IF;
-  IF NOT idivm_small THEN  -- back to empty tables analyzed empty: the kept plans stay those of small rounds
-{nl.join(reset)}
-  END IF;
+{reset_instances(view_id, inputs)}
   RETURN ARRAY[idivm_statements, idivm_touched, idivm_cache_ms, idivm_view_ms]::float8[];
 END
 """
+
+
+def reset_instances(view_id: int, inputs: list[int]) -> str:
+    """PL/pgSQL for the end of apply_<id> and recompute_<id>: after a large round, the i-diff
+    instances emptied and analyzed empty again, so that the plans the session keeps stay those of
+    small rounds (idivm_inputs: what idiffs_<id> returned)."""
+    reset = [f"    TRUNCATE {qualified('pg_temp', view_delta(view_id, cid))};\n"
+             f"    ANALYZE {qualified('pg_temp', view_delta(view_id, cid))};" for cid in inputs]
+    nl = "\n"
+    return f"""  IF idivm_inputs[1] > {SMALL_CHANGES} THEN
+{nl.join(reset)}
+  END IF;"""
 
 
 def install_view_function(conn: Connection, view_id: int, program: Program | None = None) -> None:
@@ -276,7 +298,9 @@ def install_view_function(conn: Connection, view_id: int, program: Program | Non
         staged = {id(o.step): (k, render_parts(o.rewrite(staged_name(k))))
                   for k, o in enumerate(offloads(program.ordered()))}
     shown = display_name(row.schema_name, row.view_name)
-    bodies = [idiffs_body(view_id, shown, inputs), apply_body(view_id, [cid for cid, _, _ in inputs], rendered, staged)]
+    ids = [cid for cid, _, _ in inputs]
+    bodies = [idiffs_body(view_id, shown, inputs), apply_body(view_id, ids, rendered, staged),
+              recompute_body(program.refills, reset_instances(view_id, ids))]
     for (name, arguments, result), body in zip(_view_functions(view_id), bodies):
         run(conn, f"CREATE OR REPLACE FUNCTION {name}({', '.join(f'{a} {t}' for a, t in arguments)}) RETURNS {result} "
                   f"LANGUAGE plpgsql SET client_min_messages = warning SET jit = off AS {string_literal(body)}")
@@ -389,13 +413,19 @@ $body$
 # Δ-script between them, from the instances the first half filled, and stage its rows in the
 # transaction (program/offload.py); maintain_locked is the two with nothing staged. Every check
 # (begin_maintenance's, the compiled functions' existence) and the recorded snapshot are here.
+#
+# Then whether to recompute the view instead of running its Δ-script (docs/maintenance.md,
+# "Recomputing instead"): by the view's policy_recompute, else (auto) when the batch's effective
+# changes times the script's measured cost per change exceeds the measured cost of recomputing.
+# Both are paid after the i-diffs, which are built either way (and tell the batch's size).
 _PREPARE = f"""
 CREATE OR REPLACE FUNCTION idivm.prepare_maintenance(view_id bigint, transaction_owned boolean, shown text,
   OUT outcome text, OUT message text, OUT inputs bigint[], OUT new_snapshot text, OUT page_cost text,
-  OUT started timestamptz, OUT idiffs_ms float8)
+  OUT started timestamptz, OUT idiffs_ms float8, OUT recompute int, OUT estimates float8[])
 LANGUAGE plpgsql SET client_min_messages = warning AS $body$
 DECLARE
   b record;
+  c record;
 BEGIN
   started := clock_timestamp();
   page_cost := current_setting('random_page_cost');
@@ -412,33 +442,51 @@ BEGIN
   EXECUTE format('SELECT idivm.%I($1)', 'idiffs_' || view_id) INTO inputs USING b.last_snapshot;
   new_snapshot := b.now;
   idiffs_ms := extract(epoch FROM clock_timestamp() - started) * 1000;
+  SELECT coalesce(x.policy_recompute, 'auto') AS policy, x.recompute_ms, x.change_ms INTO c
+  FROM idivm.views AS x WHERE x.id = view_id;
+  estimates := ARRAY[inputs[1] * coalesce(c.change_ms, {PRIOR_CHANGE_MS}), coalesce(c.recompute_ms, 'NaN')];
+  recompute := CASE WHEN inputs[1] = 0 OR c.policy = 'never' THEN 0
+                    WHEN c.policy = 'always' THEN {RECOMPUTED_BY_POLICY}
+                    WHEN c.recompute_ms IS NOT NULL AND estimates[1] > c.recompute_ms THEN {RECOMPUTED_BY_ESTIMATE}
+                    ELSE 0 END;
 END
 $body$
 """
 
 # The second half: the Δ-script (reading the staged rows of the offloads whose indexes `staged`
-# lists), the new snapshot recorded, random_page_cost set back, the report.
-_FINISH = """
+# lists), or the view recomputed when prepare_maintenance said so, the new snapshot and the costs
+# measured recorded, random_page_cost set back, the report.
+_FINISH = f"""
 CREATE OR REPLACE FUNCTION idivm.finish_maintenance(view_id bigint, shown text, inputs bigint[], new_snapshot text,
-  page_cost text, started timestamptz, idiffs_ms float8, staged int[],
+  page_cost text, started timestamptz, idiffs_ms float8, staged int[], recompute int, estimates float8[],
   OUT outcome text, OUT message text, OUT figures float8[], OUT ms float8)
 LANGUAGE plpgsql SET client_min_messages = warning AS $body$
 DECLARE
   a float8[];
+  how text := '';
 BEGIN
-  EXECUTE format('SELECT idivm.%I($1, $2)', 'apply_' || view_id) INTO a USING inputs, staged;
-  figures := ARRAY[inputs[1], a[1], a[2], idiffs_ms, a[3], a[4]]::float8[]
+  IF recompute > 0 THEN
+    EXECUTE format('SELECT idivm.%I($1)', 'recompute_' || view_id) INTO a USING inputs;
+    how := CASE WHEN recompute = {RECOMPUTED_BY_POLICY} THEN ', recomputed (its policy)'
+      ELSE format(', recomputed (the Δ-script was estimated at %s ms, recomputing at %s ms)',
+                  to_char(estimates[1], 'FM9999999990.0'), to_char(estimates[2], 'FM9999999990.0')) END;
+  ELSE
+    EXECUTE format('SELECT idivm.%I($1, $2)', 'apply_' || view_id) INTO a USING inputs, staged;
+  END IF;
+  figures := ARRAY[inputs[1], a[1], a[2], idiffs_ms, a[3], a[4], recompute, estimates[1], estimates[2]]::float8[]
     || ARRAY(SELECT inputs[2 * i] FROM generate_series(1, cardinality(inputs) / 2) AS i ORDER BY i)::float8[];
   PERFORM set_config('random_page_cost', page_cost, true);
   ms := extract(epoch FROM clock_timestamp() - started) * 1000;
   UPDATE idivm.views SET last_snapshot = new_snapshot, last_maintained_at = now(), last_attempt_at = now(),
-    last_duration_ms = ms, last_changes = figures[1], consecutive_failures = 0, last_error = NULL
+    last_duration_ms = ms, last_changes = figures[1], consecutive_failures = 0, last_error = NULL,
+    recompute_ms = CASE WHEN recompute > 0 THEN a[3] + a[4] ELSE recompute_ms END,
+    change_ms = CASE WHEN recompute = 0 AND inputs[1] >= {MEASURING_BATCH} THEN (a[3] + a[4]) / inputs[1] ELSE change_ms END
   WHERE id = view_id;
   outcome := 'maintained';
-  message := format('%s: %s %s, %s %s, %s %s touched in %s ms', shown,
+  message := format('%s: %s %s, %s %s, %s %s touched in %s ms%s', shown,
     figures[1], CASE WHEN figures[1] = 1 THEN 'effective change' ELSE 'effective changes' END,
     figures[2], CASE WHEN figures[2] = 1 THEN 'statement' ELSE 'statements' END,
-    figures[3], CASE WHEN figures[3] = 1 THEN 'view row' ELSE 'view rows' END, to_char(ms, 'FM9999999990.0'));
+    figures[3], CASE WHEN figures[3] = 1 THEN 'view row' ELSE 'view rows' END, to_char(ms, 'FM9999999990.0'), how);
 END
 $body$
 """
@@ -457,7 +505,8 @@ BEGIN
     RETURN;
   END IF;
   SELECT * INTO outcome, message, figures, ms
-  FROM idivm.finish_maintenance(view_id, shown, p.inputs, p.new_snapshot, p.page_cost, p.started, p.idiffs_ms, '{}');
+  FROM idivm.finish_maintenance(view_id, shown, p.inputs, p.new_snapshot, p.page_cost, p.started, p.idiffs_ms, '{}',
+                                p.recompute, p.estimates);
 END
 $body$
 """
@@ -708,7 +757,7 @@ def install_functions(conn: Connection) -> None:
         run(conn, text)
     for signature in ("rewritten_since_snapshot(regclass[])", "begin_maintenance(bigint, text, boolean)",
                       "prepare_maintenance(bigint, boolean, text)",
-                      "finish_maintenance(bigint, text, bigint[], text, text, timestamptz, float8, int[])",
+                      "finish_maintenance(bigint, text, bigint[], text, text, timestamptz, float8, int[], int, float8[])",
                       "maintain_locked(bigint, boolean, text)", "maintain_view(bigint, boolean)", "maintain(text)",
                       "view_id(text)", "prune_logs(bigint[])"):
         run(conn, f"REVOKE ALL ON FUNCTION idivm.{signature} FROM PUBLIC")

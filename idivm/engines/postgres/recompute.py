@@ -1,0 +1,75 @@
+"""A view recomputed in a deferred maintenance, as PostgreSQL runs it: idivm.recompute_<id>, the
+view's refills (program/steps.Refill) rendered, called by finish_maintenance instead of
+apply_<id> when the batch would cost the Δ-script more than recomputing (server_maintenance.py
+decides; docs/maintenance.md, "Recomputing instead").
+
+Each table is brought to its query's rows in the maintenance's snapshot, which is the state the
+consumed window leads to: the query's rows go to a temporary table, then the table's rows that
+are not among them are deleted and those missing are inserted (a hash anti-join on the columns
+that identify a row, the whole rows compared by their binary images, `*=`, which tells 1.0 from
+1.00 and holds NULLs equal; merge anti-joins where no column identifies a row, with nested loops
+off for the two statements, whose quadratic plan a mis-estimate could otherwise pick).
+"""
+from __future__ import annotations
+
+from ...program.steps import CACHE_ROLE, Refill
+from ...sqltext import ident, qualified, string_literal
+from .render import sql
+
+FRESH = qualified("pg_temp", "idivm_fresh")
+
+
+def refill_statements(r: Refill) -> tuple[list[str], list[str]]:
+    """The statements that refill one table: (those before the two that write it, the delete and
+    the insert that write it); the temporary table is dropped after them (drop_fresh)."""
+    table = sql(r.target)
+    cols = ", ".join(ident(c) for c in r.columns)
+    old_row = f"ROW({', '.join(f'idivm_o.{ident(c)}' for c in r.columns)})"
+    same = " AND ".join([f"idivm_n.{ident(k)} = idivm_o.{ident(k)}" for k in r.keys] + [f"idivm_n.* *= {old_row}"])
+    before = [f"CREATE TEMP TABLE idivm_fresh AS SELECT {cols} FROM {table} WITH NO DATA",
+              f"INSERT INTO {FRESH} ({cols})\n{sql(r.source)}",
+              f"ANALYZE {FRESH}"]
+    writes = [f"DELETE FROM {table} AS idivm_o WHERE NOT EXISTS (SELECT 1 FROM {FRESH} AS idivm_n WHERE {same})",
+              f"INSERT INTO {table} ({cols}) SELECT {', '.join(f'idivm_n.{ident(c)}' for c in r.columns)} "
+              f"FROM {FRESH} AS idivm_n WHERE NOT EXISTS (SELECT 1 FROM {table} AS idivm_o WHERE {same})"]
+    return before, writes
+
+
+DROP_FRESH = f"DROP TABLE {FRESH}"
+
+
+def recompute_body(refills: list[Refill], reset: str) -> str:
+    """The body of idivm.recompute_<id>(idivm_inputs bigint[]) RETURNS float8[]: the refills, then
+    `reset` (PL/pgSQL that empties the i-diff instances after a large round, as apply_<id> does), as
+    ARRAY[statements, rows written, cache ms, view ms] like apply_<id>."""
+    script = []
+    for r in refills:
+        before, writes = refill_statements(r)
+        lines = [f"    EXECUTE {string_literal(s)};" for s in before]
+        lines.append("    PERFORM set_config('enable_nestloop', 'off', true);")
+        for s in writes:
+            lines.append(f"    EXECUTE {string_literal(s)};\n"
+                         "    GET DIAGNOSTICS idivm_n = ROW_COUNT; idivm_touched := idivm_touched + idivm_n;")
+        lines.append("    PERFORM set_config('enable_nestloop', idivm_nestloop, true);")
+        lines.append(f"    EXECUTE {string_literal(DROP_FRESH)};")
+        timer = "idivm_cache_ms" if r.role == CACHE_ROLE else "idivm_view_ms"
+        lines.append(f"    idivm_statements := idivm_statements + {len(before) + len(writes) + 1};\n"
+                     f"    {timer} := {timer} + extract(epoch FROM clock_timestamp() - idivm_mark) * 1000; "
+                     "idivm_mark := clock_timestamp();")
+        script.append("\n".join(lines))
+    nl = "\n"
+    return f"""
+DECLARE
+  idivm_n bigint;
+  idivm_statements bigint := 0;
+  idivm_touched bigint := 0;
+  idivm_nestloop text := current_setting('enable_nestloop');
+  idivm_mark timestamptz := clock_timestamp();
+  idivm_cache_ms float8 := 0;
+  idivm_view_ms float8 := 0;
+BEGIN
+{nl.join(script)}
+{reset}
+  RETURN ARRAY[idivm_statements, idivm_touched, idivm_cache_ms, idivm_view_ms]::float8[];
+END
+"""
