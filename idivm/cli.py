@@ -496,6 +496,7 @@ BENCHMARKS = {  # `idivm bench NAME` runs idivm.bench.NAME.main with the argumen
     "profile": "One maintenance of V or V', statement by statement: where its time goes",
     "log-size": "A busy view's maintenance while an idle view over the same table keeps log rows",
     "reads": "Reading a maintained view through the relation under its name vs its storage table",
+    "recompute": "--recompute auto vs the Δ-script, idivm's recomputation and REFRESH, from one row to every row",
     "dbtoaster": "Coverage: which of DBToaster's test queries each strategy maintains exactly, and why not the rest",
 }
 

@@ -74,6 +74,18 @@ def test_higher_order_benchmark_runs_and_verifies(server_dsn, tmp_path):
     assert data["map_tables"] > 0 and (tmp_path / "higher_order.png").stat().st_size > 0
 
 
+def test_recompute_benchmark_runs_and_verifies(server_dsn, tmp_path):
+    from idivm.bench.recompute import VIEWS, main
+
+    out = tmp_path / "recompute.json"
+    assert main(["--dsn", server_dsn, "--scale", "0.002", "--rounds", "1", "--fractions", "0.05,1",
+                 "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert all(data["views_equal_recomputation"].values()) and len(data["views_equal_recomputation"]) == 3 * len(VIEWS)
+    assert [(r["view"], r["fraction"]) for r in data["results"]] == [(v, f) for v in VIEWS for f in (0.05, 1.0)]
+    assert all(r["rows_changed"] > 0 for r in data["results"]) and (tmp_path / "recompute.png").stat().st_size > 0
+
+
 @pytest.mark.slow
 def test_spark_benchmark_runs_and_verifies(server_dsn, tmp_path):
     if spark_missing(server_dsn):

@@ -155,6 +155,7 @@ def run(dsn: str | None = None, scale: float = 0.02, view: str = "V'", strategy:
             engine.sa.dispose()  # connections opened from now on use timed cursors
             sql = PEER_VIEWS["L"][0].format(s="public") if view == "L" else view_sql(2, view == "V'")
             engine.register_view("v", sql, strategy=strategy)
+            engine.set_policy("v", recompute="never")  # the Δ-script profiled, never recomputed instead
             view_id = db.execute("SELECT id FROM idivm.views WHERE view_name = 'v'").fetchone()[0]
             rng = random.Random(16)
             per_round: list[dict[str, list[float]]] = []

@@ -176,10 +176,11 @@ def written_tables(targets: Iterable[exp.Expression]) -> list[tuple[str, str]]:
 class Refill:
     """One table of the view brought to what its defining query now returns, when a maintenance
     recomputes the view instead of running its steps (a batch the steps would take longer over than
-    the view's query, docs/maintenance.md "Recomputing instead"): its rows compared with the query's
-    and only the difference written, so that readers are never blocked or shown an empty table, the
-    rows that stay keep their identity (a reader view's capture logs only what changed), and a
-    small change to a costly view writes little.
+    the view's query, docs/maintenance.md "Recomputing instead"). The view's own table (role
+    VIEW_ROLE) gets only the difference from the query's rows, so that readers are never blocked or
+    shown an empty table, the rows that stay keep their identity (a reader view's capture logs only
+    what changed), and a small change to a costly view writes little; its parts, cache and maps
+    (CACHE_ROLE), which only its maintenance reads, are filled again.
 
     Every table idivm maintains holds each row once (its IDs, group keys or map keys identify it,
     or it has at most one row), so rows are compared as sets. `keys`: columns that are never NULL

@@ -54,7 +54,9 @@ class MaintenanceReport:
     engine: str = "postgres"  # the engine that computed the diffs (DESIGN: a run names the engine it used)
     offloaded: int = 0  # statements whose diffs another engine computed (the Spark engine)
     chosen: str | None = None  # why this engine, when `--engine auto` chose it (operate/engine_choice.py)
-    recomputed: str | None = None  # why the view was recomputed instead of running its Δ-script (None: it was not)
+    # the view was recomputed instead of running its Δ-script: the logged changes and why (None: it was not;
+    # then `changes` counts logged changes, as far as they were counted)
+    recomputed: str | None = None
 
     skipped: str | None = None  # why the view was not maintained (maintaining all views skips stale ones)
     stale: bool = False  # skipped because a schema change made it stale: `idivm refresh` is needed
@@ -68,9 +70,9 @@ class MaintenanceReport:
         on = (f" on {self.engine} ({counted(self.offloaded, 'diff source')} computed there)"
               if self.engine != "postgres" else "")
         why = f"; {self.chosen}" if self.chosen else ""
-        recomputed = f", recomputed ({self.recomputed})" if self.recomputed else ""
-        return (f"{self.view}: {counted(self.changes, 'effective change')}, {counted(self.statements, 'statement')}, "
-                f"{counted(self.rows_affected, 'view row')} touched in {self.seconds * 1000:.1f} ms{recomputed}{on}{why}")
+        changes = counted(self.changes, "effective change") if self.recomputed is None else self.recomputed
+        return (f"{self.view}: {changes}, {counted(self.statements, 'statement')}, "
+                f"{counted(self.rows_affected, 'view row')} touched in {self.seconds * 1000:.1f} ms{on}{why}")
 
 
 # What another engine computes of a maintenance, between its two halves (engines/spark/executor.py):
@@ -179,10 +181,11 @@ def _read_outcome(report: MaintenanceReport, outcome: str, message: str, result,
     for part in ("i-diffs", "cache", "view"):
         report.breakdown[part] = figures[part] / 1000
     if figures["recomputed"] == RECOMPUTED_BY_POLICY:
-        report.recomputed = "its policy"
+        report.recomputed = f"{counted(report.changes, 'logged change')}, recomputed (its policy)"
     elif figures["recomputed"] == RECOMPUTED_BY_ESTIMATE:
-        report.recomputed = (f"the Δ-script was estimated at {figures['script_estimate']:.1f} ms, recomputing at "
-                             f"{figures['recompute_estimate']:.1f} ms")
+        report.recomputed = (f"more than {report.changes - 1} logged changes, recomputed (the i-diffs and Δ-script "
+                             f"were estimated at more than {figures['script_estimate']:.1f} ms, recomputing at "
+                             f"{figures['recompute_estimate']:.1f} ms)")
     for s_, t_, n in zip(schemas, names, result[len(RESULT):]):  # the function's inputs, in captured id order
         report.per_table[display_name(s_, t_)] = int(n)
 

@@ -4,11 +4,15 @@ apply_<id> when the batch would cost the Δ-script more than recomputing (server
 decides; docs/maintenance.md, "Recomputing instead").
 
 Each table is brought to its query's rows in the maintenance's snapshot, which is the state the
-consumed window leads to: the query's rows go to a temporary table, then the table's rows that
-are not among them are deleted and those missing are inserted (a hash anti-join on the columns
-that identify a row, the whole rows compared by their binary images, `*=`, which tells 1.0 from
-1.00 and holds NULLs equal; merge anti-joins where no column identifies a row, with nested loops
-off for the two statements, whose quadratic plan a mis-estimate could otherwise pick).
+consumed window leads to. The view's own table, which applications and other views read, gets
+only the difference: the query's rows go to a temporary table, then the table's rows that are not
+among them are deleted and those missing are inserted (a hash anti-join on the columns that
+identify a row, the whole rows compared by their binary images, `*=`, which tells 1.0 from 1.00
+and holds NULLs equal; merge anti-joins where no column identifies a row, with nested loops off
+for the two statements, whose quadratic plan a mis-estimate could otherwise pick). Its parts,
+cache and maps, which only this view's maintenance reads (under its lock), are emptied and
+filled again, as REFRESH MATERIALIZED VIEW fills a view: comparing them would cost more than the
+recomputation it serves.
 """
 from __future__ import annotations
 
@@ -20,10 +24,13 @@ FRESH = qualified("pg_temp", "idivm_fresh")
 
 
 def refill_statements(r: Refill) -> tuple[list[str], list[str]]:
-    """The statements that refill one table: (those before the two that write it, the delete and
-    the insert that write it); the temporary table is dropped after them (drop_fresh)."""
+    """The statements that refill one table: (those before the ones that write it, those that
+    write it and whose rows count as written); for the view's table the temporary table is dropped
+    after them (DROP_FRESH)."""
     table = sql(r.target)
     cols = ", ".join(ident(c) for c in r.columns)
+    if r.role == CACHE_ROLE:
+        return [f"TRUNCATE {table}"], [f"INSERT INTO {table} ({cols})\n{sql(r.source)}"]
     old_row = f"ROW({', '.join(f'idivm_o.{ident(c)}' for c in r.columns)})"
     same = " AND ".join([f"idivm_n.{ident(k)} = idivm_o.{ident(k)}" for k in r.keys] + [f"idivm_n.* *= {old_row}"])
     before = [f"CREATE TEMP TABLE idivm_fresh AS SELECT {cols} FROM {table} WITH NO DATA",
@@ -38,22 +45,24 @@ def refill_statements(r: Refill) -> tuple[list[str], list[str]]:
 DROP_FRESH = f"DROP TABLE {FRESH}"
 
 
-def recompute_body(refills: list[Refill], reset: str) -> str:
-    """The body of idivm.recompute_<id>(idivm_inputs bigint[]) RETURNS float8[]: the refills, then
-    `reset` (PL/pgSQL that empties the i-diff instances after a large round, as apply_<id> does), as
-    ARRAY[statements, rows written, cache ms, view ms] like apply_<id>."""
+def recompute_body(refills: list[Refill]) -> str:
+    """The body of idivm.recompute_<id>() RETURNS float8[]: the refills, as ARRAY[statements, rows
+    written, cache ms, view ms] like apply_<id> (no i-diff was built: prepare_maintenance decided
+    before)."""
     script = []
     for r in refills:
         before, writes = refill_statements(r)
+        compared = r.role != CACHE_ROLE
         lines = [f"    EXECUTE {string_literal(s)};" for s in before]
-        lines.append("    PERFORM set_config('enable_nestloop', 'off', true);")
+        lines += ["    PERFORM set_config('enable_nestloop', 'off', true);"] if compared else []
         for s in writes:
             lines.append(f"    EXECUTE {string_literal(s)};\n"
                          "    GET DIAGNOSTICS idivm_n = ROW_COUNT; idivm_touched := idivm_touched + idivm_n;")
-        lines.append("    PERFORM set_config('enable_nestloop', idivm_nestloop, true);")
-        lines.append(f"    EXECUTE {string_literal(DROP_FRESH)};")
+        if compared:
+            lines.append("    PERFORM set_config('enable_nestloop', idivm_nestloop, true);")
+            lines.append(f"    EXECUTE {string_literal(DROP_FRESH)};")
         timer = "idivm_cache_ms" if r.role == CACHE_ROLE else "idivm_view_ms"
-        lines.append(f"    idivm_statements := idivm_statements + {len(before) + len(writes) + 1};\n"
+        lines.append(f"    idivm_statements := idivm_statements + {len(before) + len(writes) + compared};\n"
                      f"    {timer} := {timer} + extract(epoch FROM clock_timestamp() - idivm_mark) * 1000; "
                      "idivm_mark := clock_timestamp();")
         script.append("\n".join(lines))
@@ -69,7 +78,6 @@ DECLARE
   idivm_view_ms float8 := 0;
 BEGIN
 {nl.join(script)}
-{reset}
   RETURN ARRAY[idivm_statements, idivm_touched, idivm_cache_ms, idivm_view_ms]::float8[];
 END
 """

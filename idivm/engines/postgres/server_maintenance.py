@@ -77,11 +77,14 @@ REPORT_TYPE = qualified("idivm", "maintenance_report")
 def _view_functions(view_id: int) -> list[tuple[str, list[tuple[str, str]], str]]:
     """Each view's compiled functions as (qualified name, arguments as (name, type), result type):
     idiffs_<id> fills the view's i-diff instances, apply_<id> runs its Δ-script over them,
-    recompute_<id> recomputes the view instead (recompute.py)."""
+    recompute_<id> recomputes the view instead (recompute.py), logged_<id> counts the changes
+    waiting in its logs (whether to recompute)."""
     return [(qualified("idivm", f"idiffs_{int(view_id)}"), [("idivm_snapshot", "text")], "bigint[]"),
             (qualified("idivm", f"apply_{int(view_id)}"), [("idivm_inputs", "bigint[]"), ("idivm_staged", "int[]")],
              "float8[]"),
-            (qualified("idivm", f"recompute_{int(view_id)}"), [("idivm_inputs", "bigint[]")], "float8[]")]
+            (qualified("idivm", f"recompute_{int(view_id)}"), [], "float8[]"),
+            (qualified("idivm", f"logged_{int(view_id)}"), [("idivm_snapshot", "text"), ("idivm_cap", "bigint")],
+             "bigint[]")]
 
 
 def _signature(name: str, arguments: list[tuple[str, str]]) -> str:
@@ -97,15 +100,16 @@ def view_delta(view_id: int, captured_id: int) -> str:
 
 # What a maintenance reports, in this order (a float8[]): then each input's effective changes.
 # "recomputed": 0 when the Δ-script ran, RECOMPUTED_BY_ESTIMATE or RECOMPUTED_BY_POLICY when the view
-# was recomputed instead; "script_estimate" and "recompute_estimate": the estimated costs in ms
-# (recompute's NULL, as NaN, before any measurement)
+# was recomputed instead (then "changes" counts logged changes, not effective ones: no i-diff was
+# built; by estimate, counting stopped one past the threshold); "script_estimate" and
+# "recompute_estimate": the estimated costs in ms (NaN where not estimated)
 RESULT = ("changes", "statements", "view_rows", "i-diffs", CACHE_ROLE, VIEW_ROLE, "recomputed", "script_estimate",
           "recompute_estimate")
 RECOMPUTED_BY_ESTIMATE, RECOMPUTED_BY_POLICY = 1, 2
 
-# The Δ-script's cost per effective change before a batch measured it (ms), and the smallest batch
-# that measures it (below, the fixed costs of a maintenance weigh on the figure): the default of the
-# engine choice's cost model (operate/engine_choice.py)
+# The cost of a batch's i-diffs and Δ-script per logged change before a batch measured it (ms), and
+# the smallest batch that measures it (below, the fixed costs of a maintenance weigh on the figure):
+# the default of the engine choice's cost model (operate/engine_choice.py)
 PRIOR_CHANGE_MS = 0.025
 MEASURING_BATCH = 100
 
@@ -214,6 +218,31 @@ END
 """
 
 
+def logged_body(view_id: int, inputs: list[tuple[int, str, object]]) -> str:
+    """The body of idivm.logged_<id>(idivm_snapshot text, idivm_cap bigint) RETURNS bigint[]: the
+    log rows of the view's window, at most idivm_cap of them counted (NULL: all), as idiffs_<id>'s
+    result is shaped (ARRAY[total, then each input's count and a kind mask of 0]). Counting stops
+    at the cap, so that deciding to recompute after millions of changes does not read them all."""
+    count = []
+    for cid, log, _ in inputs:
+        window = catalog.unconsumed("l", view_id, snapshot_sql="CAST($1 AS pg_snapshot)")
+        query = string_literal(f"SELECT count(*) FROM (SELECT 1 FROM {log} AS l WHERE {window} LIMIT $2) AS w")
+        count.append(f"  EXECUTE {query} INTO idivm_n USING idivm_snapshot, idivm_cap - idivm_total;\n"
+                     "  idivm_total := idivm_total + idivm_n;\n"
+                     "  idivm_each := idivm_each || ARRAY[idivm_n, 0];")
+    nl = "\n"
+    return f"""
+DECLARE
+  idivm_n bigint;
+  idivm_total bigint := 0;
+  idivm_each bigint[] := ARRAY[]::bigint[];
+BEGIN
+{nl.join(count)}
+  RETURN ARRAY[idivm_total] || idivm_each;
+END
+"""
+
+
 def apply_body(view_id: int, inputs: list[int], rendered: list[tuple[Step, Rendered]],
                staged: dict[int, tuple[int, Rendered]]) -> str:
     """The body of idivm.apply_<id>(idivm_inputs bigint[], idivm_staged int[]) RETURNS float8[]: the
@@ -264,7 +293,7 @@ END
 
 
 def reset_instances(view_id: int, inputs: list[int]) -> str:
-    """PL/pgSQL for the end of apply_<id> and recompute_<id>: after a large round, the i-diff
+    """PL/pgSQL for the end of apply_<id>: after a large round, the i-diff
     instances emptied and analyzed empty again, so that the plans the session keeps stay those of
     small rounds (idivm_inputs: what idiffs_<id> returned)."""
     reset = [f"    TRUNCATE {qualified('pg_temp', view_delta(view_id, cid))};\n"
@@ -300,7 +329,7 @@ def install_view_function(conn: Connection, view_id: int, program: Program | Non
     shown = display_name(row.schema_name, row.view_name)
     ids = [cid for cid, _, _ in inputs]
     bodies = [idiffs_body(view_id, shown, inputs), apply_body(view_id, ids, rendered, staged),
-              recompute_body(program.refills, reset_instances(view_id, ids))]
+              recompute_body(program.refills), logged_body(view_id, inputs)]
     for (name, arguments, result), body in zip(_view_functions(view_id), bodies):
         run(conn, f"CREATE OR REPLACE FUNCTION {name}({', '.join(f'{a} {t}' for a, t in arguments)}) RETURNS {result} "
                   f"LANGUAGE plpgsql SET client_min_messages = warning SET jit = off AS {string_literal(body)}")
@@ -414,10 +443,13 @@ $body$
 # transaction (program/offload.py); maintain_locked is the two with nothing staged. Every check
 # (begin_maintenance's, the compiled functions' existence) and the recorded snapshot are here.
 #
-# Then whether to recompute the view instead of running its Δ-script (docs/maintenance.md,
-# "Recomputing instead"): by the view's policy_recompute, else (auto) when the batch's effective
-# changes times the script's measured cost per change exceeds the measured cost of recomputing.
-# Both are paid after the i-diffs, which are built either way (and tell the batch's size).
+# Then whether to recompute the view instead of building its i-diffs and running its Δ-script
+# (docs/maintenance.md, "Recomputing instead"): by the view's policy_recompute, else (auto) when
+# more changes wait in its logs than the measured cost of recomputing buys at the measured cost
+# per change of the i-diffs and the script (counted up to one past that threshold). A recomputed
+# view builds no i-diff: `inputs` then holds the logged counts, shaped as idiffs_<id> returns them.
+# `estimates`: the script's and the recomputation's estimated ms and the logged changes counted
+# (NaN where not estimated or counted), from which finish_maintenance measures the cost per change.
 _PREPARE = f"""
 CREATE OR REPLACE FUNCTION idivm.prepare_maintenance(view_id bigint, transaction_owned boolean, shown text,
   OUT outcome text, OUT message text, OUT inputs bigint[], OUT new_snapshot text, OUT page_cost text,
@@ -426,6 +458,9 @@ LANGUAGE plpgsql SET client_min_messages = warning AS $body$
 DECLARE
   b record;
   c record;
+  per_change float8;
+  threshold bigint;
+  logged bigint[];
 BEGIN
   started := clock_timestamp();
   page_cost := current_setting('random_page_cost');
@@ -439,16 +474,26 @@ BEGIN
     RAISE EXCEPTION 'view % has no maintenance function; run `idivm refresh %` to rebuild it', shown, shown
       USING ERRCODE = '{SQLSTATE_NOT_COMPILED}';
   END IF;
-  EXECUTE format('SELECT idivm.%I($1)', 'idiffs_' || view_id) INTO inputs USING b.last_snapshot;
   new_snapshot := b.now;
-  idiffs_ms := extract(epoch FROM clock_timestamp() - started) * 1000;
+  recompute := 0;
+  estimates := ARRAY['NaN', 'NaN', 'NaN']::float8[];
   SELECT coalesce(x.policy_recompute, 'auto') AS policy, x.recompute_ms, x.change_ms INTO c
   FROM idivm.views AS x WHERE x.id = view_id;
-  estimates := ARRAY[inputs[1] * coalesce(c.change_ms, {PRIOR_CHANGE_MS}), coalesce(c.recompute_ms, 'NaN')];
-  recompute := CASE WHEN inputs[1] = 0 OR c.policy = 'never' THEN 0
-                    WHEN c.policy = 'always' THEN {RECOMPUTED_BY_POLICY}
-                    WHEN c.recompute_ms IS NOT NULL AND estimates[1] > c.recompute_ms THEN {RECOMPUTED_BY_ESTIMATE}
-                    ELSE 0 END;
+  IF c.policy = 'always' OR (c.policy = 'auto' AND c.recompute_ms IS NOT NULL) THEN
+    per_change := coalesce(c.change_ms, {PRIOR_CHANGE_MS});
+    threshold := CASE WHEN c.policy = 'always' THEN 0 ELSE floor(least(c.recompute_ms / per_change, 1e15)) END;
+    EXECUTE format('SELECT idivm.%I($1, $2)', 'logged_' || view_id) INTO logged
+      USING b.last_snapshot, CASE WHEN c.policy = 'always' THEN NULL ELSE threshold + 1 END;
+    estimates := ARRAY[logged[1] * per_change, coalesce(c.recompute_ms, 'NaN'), logged[1]];
+    IF logged[1] > threshold THEN
+      recompute := CASE WHEN c.policy = 'always' THEN {RECOMPUTED_BY_POLICY} ELSE {RECOMPUTED_BY_ESTIMATE} END;
+      inputs := logged;
+    END IF;
+  END IF;
+  IF recompute = 0 THEN
+    EXECUTE format('SELECT idivm.%I($1)', 'idiffs_' || view_id) INTO inputs USING b.last_snapshot;
+  END IF;
+  idiffs_ms := extract(epoch FROM clock_timestamp() - started) * 1000;
 END
 $body$
 """
@@ -463,12 +508,14 @@ CREATE OR REPLACE FUNCTION idivm.finish_maintenance(view_id bigint, shown text, 
 LANGUAGE plpgsql SET client_min_messages = warning AS $body$
 DECLARE
   a float8[];
-  how text := '';
+  how text;
 BEGIN
   IF recompute > 0 THEN
-    EXECUTE format('SELECT idivm.%I($1)', 'recompute_' || view_id) INTO a USING inputs;
-    how := CASE WHEN recompute = {RECOMPUTED_BY_POLICY} THEN ', recomputed (its policy)'
-      ELSE format(', recomputed (the Δ-script was estimated at %s ms, recomputing at %s ms)',
+    EXECUTE format('SELECT idivm.%I()', 'recompute_' || view_id) INTO a;
+    how := CASE WHEN recompute = {RECOMPUTED_BY_POLICY} THEN format('%s logged %s, recomputed (its policy)',
+                    inputs[1], CASE WHEN inputs[1] = 1 THEN 'change' ELSE 'changes' END)
+      ELSE format('more than %s logged changes, recomputed (the i-diffs and Δ-script were estimated at more than '
+                  '%s ms, recomputing at %s ms)', inputs[1] - 1,
                   to_char(estimates[1], 'FM9999999990.0'), to_char(estimates[2], 'FM9999999990.0')) END;
   ELSE
     EXECUTE format('SELECT idivm.%I($1, $2)', 'apply_' || view_id) INTO a USING inputs, staged;
@@ -480,13 +527,14 @@ BEGIN
   UPDATE idivm.views SET last_snapshot = new_snapshot, last_maintained_at = now(), last_attempt_at = now(),
     last_duration_ms = ms, last_changes = figures[1], consecutive_failures = 0, last_error = NULL,
     recompute_ms = CASE WHEN recompute > 0 THEN a[3] + a[4] ELSE recompute_ms END,
-    change_ms = CASE WHEN recompute = 0 AND inputs[1] >= {MEASURING_BATCH} THEN (a[3] + a[4]) / inputs[1] ELSE change_ms END
+    change_ms = CASE WHEN recompute = 0 AND estimates[3] <> 'NaN' AND estimates[3] >= {MEASURING_BATCH}
+                     THEN (idiffs_ms + a[3] + a[4]) / estimates[3] ELSE change_ms END
   WHERE id = view_id;
   outcome := 'maintained';
-  message := format('%s: %s %s, %s %s, %s %s touched in %s ms%s', shown,
-    figures[1], CASE WHEN figures[1] = 1 THEN 'effective change' ELSE 'effective changes' END,
+  how := coalesce(how, format('%s %s', figures[1], CASE WHEN figures[1] = 1 THEN 'effective change' ELSE 'effective changes' END));
+  message := format('%s: %s, %s %s, %s %s touched in %s ms', shown, how,
     figures[2], CASE WHEN figures[2] = 1 THEN 'statement' ELSE 'statements' END,
-    figures[3], CASE WHEN figures[3] = 1 THEN 'view row' ELSE 'view rows' END, to_char(ms, 'FM9999999990.0'), how);
+    figures[3], CASE WHEN figures[3] = 1 THEN 'view row' ELSE 'view rows' END, to_char(ms, 'FM9999999990.0'));
 END
 $body$
 """
