@@ -185,13 +185,19 @@ class Refill:
     Every table idivm maintains holds each row once (its IDs, group keys or map keys identify it,
     or it has at most one row), so rows are compared as sets. `keys`: columns that are never NULL
     and identify a row (a hash join on them, the whole row compared beside it); empty when there
-    are none, then only whole rows are compared."""
+    are none, then only whole rows are compared.
+
+    `direct`: for the view's table of an aggregate over a cache, its rows computed from the
+    cache's query rather than its table. A recomputation can then leave the cache as it was
+    (stale), which a run of large batches never needs: the next maintenance that would run the
+    Δ-script recomputes with the cache first."""
 
     target: exp.Table
     columns: list[str]
     source: exp.Query
     keys: list[str] = field(default_factory=list)
     role: str = VIEW_ROLE
+    direct: exp.Query | None = None
 
 
 @dataclass

@@ -4,6 +4,8 @@ reading another of the view's tables (an aggregate over its cache, a view over i
 over its maps) reads it refilled."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlglot import exp
 
 from ..program.steps import CACHE_ROLE, MAP_UNIT, VIEW_ROLE, Refill
@@ -45,8 +47,14 @@ def _own(target, role: str) -> list[Refill]:
         never_null = target.agg.never_null_keys()
         keys = [h for k, h in zip(target.agg.keys, target.agg.id_names) if k in never_null]
         cache = [] if target.agg.no_cache else _own(target.cache, CACHE_ROLE)
+        # the view's rows without its cache (program/steps.Refill.direct): the aggregate over the
+        # cache's query, as without a cache (rules/aggregate.input_source); not over parts, which
+        # would be left stale with it, nor over a UNION ALL cache
+        direct = None
+        if cache and role == VIEW_ROLE and not getattr(target, "parts", None) and isinstance(target.cache, SpjTarget):
+            direct = group_select(replace(target, agg=replace(target.agg, no_cache="recomputed")), restrict=False)
         return cache + [Refill(target=table_expr(target.schema, target.name), columns=target.columns,
-                               source=group_select(target, restrict=False), keys=keys, role=role)]
+                               source=group_select(target, restrict=False), keys=keys, role=role, direct=direct)]
     if isinstance(target, UnionTarget):  # its rows are one branch's (BRANCH_COLUMN): only whole rows identify them
         query = target.query()
         return [Refill(target=table_expr(target.schema, target.name), columns=query.named_selects, source=query,

@@ -34,8 +34,8 @@ from ...catalog import repository as catalog
 from ...names import counted, display_name
 from ...sqltext import run
 from .maintenance_lock import LOCK_CLASS
-from .server_maintenance import (ATTEMPTS, RECOMPUTED_BY_ESTIMATE, RECOMPUTED_BY_POLICY, RESULT, input_arrays,
-                                 input_changes)
+from .server_maintenance import (ATTEMPTS, RECOMPUTED_BY_ESTIMATE, RECOMPUTED_BY_POLICY, RECOMPUTED_STALE_CACHES,
+                                 RESULT, input_arrays, input_changes)
 
 __all__ = ["LOCK_CLASS", "MaintenanceReport", "Stage", "maintain_view", "run_maintenance"]
 
@@ -182,6 +182,9 @@ def _read_outcome(report: MaintenanceReport, outcome: str, message: str, result,
         report.breakdown[part] = figures[part] / 1000
     if figures["recomputed"] == RECOMPUTED_BY_POLICY:
         report.recomputed = f"{counted(report.changes, 'logged change')}, recomputed (its policy)"
+    elif figures["recomputed"] == RECOMPUTED_STALE_CACHES:
+        report.recomputed = (f"{counted(report.changes, 'logged change')}, recomputed with its cache (the last "
+                             "recomputation left it stale)")
     elif figures["recomputed"] == RECOMPUTED_BY_ESTIMATE:
         report.recomputed = (f"more than {report.changes - 1} logged changes, recomputed (the i-diffs and Δ-script "
                              f"were estimated at more than {figures['script_estimate']:.1f} ms, recomputing at "

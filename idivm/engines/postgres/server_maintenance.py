@@ -82,7 +82,7 @@ def _view_functions(view_id: int) -> list[tuple[str, list[tuple[str, str]], str]
     return [(qualified("idivm", f"idiffs_{int(view_id)}"), [("idivm_snapshot", "text")], "bigint[]"),
             (qualified("idivm", f"apply_{int(view_id)}"), [("idivm_inputs", "bigint[]"), ("idivm_staged", "int[]")],
              "float8[]"),
-            (qualified("idivm", f"recompute_{int(view_id)}"), [], "float8[]"),
+            (qualified("idivm", f"recompute_{int(view_id)}"), [("idivm_with_caches", "boolean")], "float8[]"),
             (qualified("idivm", f"logged_{int(view_id)}"), [("idivm_snapshot", "text"), ("idivm_cap", "bigint")],
              "bigint[]")]
 
@@ -100,12 +100,13 @@ def view_delta(view_id: int, captured_id: int) -> str:
 
 # What a maintenance reports, in this order (a float8[]): then each input's effective changes.
 # "recomputed": 0 when the Δ-script ran, RECOMPUTED_BY_ESTIMATE or RECOMPUTED_BY_POLICY when the view
-# was recomputed instead (then "changes" counts logged changes, not effective ones: no i-diff was
+# was recomputed instead (its cache left stale where it can be, recompute.py), RECOMPUTED_STALE_CACHES
+# when the last maintenance left the cache stale (then "changes" counts logged changes, not effective ones: no i-diff was
 # built; by estimate, counting stopped one past the threshold); "script_estimate" and
 # "recompute_estimate": the estimated costs in ms (NaN where not estimated)
 RESULT = ("changes", "statements", "view_rows", "i-diffs", CACHE_ROLE, VIEW_ROLE, "recomputed", "script_estimate",
           "recompute_estimate")
-RECOMPUTED_BY_ESTIMATE, RECOMPUTED_BY_POLICY = 1, 2
+RECOMPUTED_BY_ESTIMATE, RECOMPUTED_BY_POLICY, RECOMPUTED_STALE_CACHES = 1, 2, 3
 
 # The cost of a batch's i-diffs and Δ-script per logged change before a batch measured it (ms), and
 # the smallest batch that measures it (below, the fixed costs of a maintenance weigh on the figure):
@@ -446,7 +447,8 @@ $body$
 # Then whether to recompute the view instead of building its i-diffs and running its Δ-script
 # (docs/maintenance.md, "Recomputing instead"): by the view's policy_recompute, else (auto) when
 # more changes wait in its logs than the measured cost of recomputing buys at the measured cost
-# per change of the i-diffs and the script (counted up to one past that threshold). A recomputed
+# per change of the i-diffs and the script (counted up to one past that threshold); always when the
+# last recomputation left the view's cache stale (recompute.py), with the cache then. A recomputed
 # view builds no i-diff: `inputs` then holds the logged counts, shaped as idiffs_<id> returns them.
 # `estimates`: the script's and the recomputation's estimated ms and the logged changes counted
 # (NaN where not estimated or counted), from which finish_maintenance measures the cost per change.
@@ -477,9 +479,12 @@ BEGIN
   new_snapshot := b.now;
   recompute := 0;
   estimates := ARRAY['NaN', 'NaN', 'NaN']::float8[];
-  SELECT coalesce(x.policy_recompute, 'auto') AS policy, x.recompute_ms, x.change_ms INTO c
+  SELECT coalesce(x.policy_recompute, 'auto') AS policy, x.recompute_ms, x.change_ms, x.caches_stale INTO c
   FROM idivm.views AS x WHERE x.id = view_id;
-  IF c.policy = 'always' OR (c.policy = 'auto' AND c.recompute_ms IS NOT NULL) THEN
+  IF c.caches_stale THEN
+    EXECUTE format('SELECT idivm.%I($1, NULL)', 'logged_' || view_id) INTO inputs USING b.last_snapshot;
+    recompute := {RECOMPUTED_STALE_CACHES};
+  ELSIF c.policy = 'always' OR (c.policy = 'auto' AND c.recompute_ms IS NOT NULL) THEN
     per_change := coalesce(c.change_ms, {PRIOR_CHANGE_MS});
     threshold := CASE WHEN c.policy = 'always' THEN 0 ELSE floor(least(c.recompute_ms / per_change, 1e15)) END;
     EXECUTE format('SELECT idivm.%I($1, $2)', 'logged_' || view_id) INTO logged
@@ -511,9 +516,11 @@ DECLARE
   how text;
 BEGIN
   IF recompute > 0 THEN
-    EXECUTE format('SELECT idivm.%I()', 'recompute_' || view_id) INTO a;
+    EXECUTE format('SELECT idivm.%I($1)', 'recompute_' || view_id) INTO a USING recompute = {RECOMPUTED_STALE_CACHES};
     how := CASE WHEN recompute = {RECOMPUTED_BY_POLICY} THEN format('%s logged %s, recomputed (its policy)',
                     inputs[1], CASE WHEN inputs[1] = 1 THEN 'change' ELSE 'changes' END)
+      WHEN recompute = {RECOMPUTED_STALE_CACHES} THEN format('%s logged %s, recomputed with its cache (the last '
+                    'recomputation left it stale)', inputs[1], CASE WHEN inputs[1] = 1 THEN 'change' ELSE 'changes' END)
       ELSE format('more than %s logged changes, recomputed (the i-diffs and Δ-script were estimated at more than '
                   '%s ms, recomputing at %s ms)', inputs[1] - 1,
                   to_char(estimates[1], 'FM9999999990.0'), to_char(estimates[2], 'FM9999999990.0')) END;
@@ -526,7 +533,9 @@ BEGIN
   ms := extract(epoch FROM clock_timestamp() - started) * 1000;
   UPDATE idivm.views SET last_snapshot = new_snapshot, last_maintained_at = now(), last_attempt_at = now(),
     last_duration_ms = ms, last_changes = figures[1], consecutive_failures = 0, last_error = NULL,
-    recompute_ms = CASE WHEN recompute > 0 THEN a[3] + a[4] ELSE recompute_ms END,
+    recompute_ms = CASE WHEN recompute IN ({RECOMPUTED_BY_ESTIMATE}, {RECOMPUTED_BY_POLICY}) THEN a[3] + a[4]
+                        ELSE recompute_ms END,
+    caches_stale = recompute > 0 AND a[5] = 1,
     change_ms = CASE WHEN recompute = 0 AND estimates[3] <> 'NaN' AND estimates[3] >= {MEASURING_BATCH}
                      THEN (idiffs_ms + a[3] + a[4]) / estimates[3] ELSE change_ms END
   WHERE id = view_id;
