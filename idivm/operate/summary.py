@@ -103,7 +103,8 @@ def _mode(row: sa.Row) -> str:
 def _recompute(row: sa.Row) -> str:
     """When a maintenance recomputes the view instead of running its Δ-script, and the costs that decide it."""
     if row.caches_stale:
-        return "next time, with its cache, which the last recomputation left stale; then as its policy says"
+        return ("its cache was left stale by the last recomputation: the next maintenance that would run the Δ-script "
+                "recomputes with the cache instead; then as its policy says")
     policy = row.policy_recompute or "auto"
     if policy != "auto":
         return f"{policy} (its policy: `idivm set-policy --recompute`)"

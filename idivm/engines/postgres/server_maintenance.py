@@ -447,8 +447,9 @@ $body$
 # Then whether to recompute the view instead of building its i-diffs and running its Δ-script
 # (docs/maintenance.md, "Recomputing instead"): by the view's policy_recompute, else (auto) when
 # more changes wait in its logs than the measured cost of recomputing buys at the measured cost
-# per change of the i-diffs and the script (counted up to one past that threshold); always when the
-# last recomputation left the view's cache stale (recompute.py), with the cache then. A recomputed
+# per change of the i-diffs and the script (counted up to one past that threshold). A view whose
+# last recomputation left its cache stale (recompute.py) is recomputed in any case: with its cache
+# when the Δ-script would have run (which needs it), else without it again. A recomputed
 # view builds no i-diff: `inputs` then holds the logged counts, shaped as idiffs_<id> returns them.
 # `estimates`: the script's and the recomputation's estimated ms and the logged changes counted
 # (NaN where not estimated or counted), from which finish_maintenance measures the cost per change.
@@ -481,10 +482,7 @@ BEGIN
   estimates := ARRAY['NaN', 'NaN', 'NaN']::float8[];
   SELECT coalesce(x.policy_recompute, 'auto') AS policy, x.recompute_ms, x.change_ms, x.caches_stale INTO c
   FROM idivm.views AS x WHERE x.id = view_id;
-  IF c.caches_stale THEN
-    EXECUTE format('SELECT idivm.%I($1, NULL)', 'logged_' || view_id) INTO inputs USING b.last_snapshot;
-    recompute := {RECOMPUTED_STALE_CACHES};
-  ELSIF c.policy = 'always' OR (c.policy = 'auto' AND c.recompute_ms IS NOT NULL) THEN
+  IF c.policy = 'always' OR (c.policy = 'auto' AND c.recompute_ms IS NOT NULL) THEN
     per_change := coalesce(c.change_ms, {PRIOR_CHANGE_MS});
     threshold := CASE WHEN c.policy = 'always' THEN 0 ELSE floor(least(c.recompute_ms / per_change, 1e15)) END;
     EXECUTE format('SELECT idivm.%I($1, $2)', 'logged_' || view_id) INTO logged
@@ -495,7 +493,10 @@ BEGIN
       inputs := logged;
     END IF;
   END IF;
-  IF recompute = 0 THEN
+  IF recompute = 0 AND c.caches_stale THEN  -- counted up to the threshold, or not at all: count them all
+    EXECUTE format('SELECT idivm.%I($1, NULL)', 'logged_' || view_id) INTO inputs USING b.last_snapshot;
+    recompute := {RECOMPUTED_STALE_CACHES};
+  ELSIF recompute = 0 THEN
     EXECUTE format('SELECT idivm.%I($1)', 'idiffs_' || view_id) INTO inputs USING b.last_snapshot;
   END IF;
   idiffs_ms := extract(epoch FROM clock_timestamp() - started) * 1000;
