@@ -215,16 +215,27 @@ def pytest_xdist_auto_num_workers(config):
 DATABASE_FIXTURES = {"server_dsn", "fresh_db", "engine", "db", "module_db", "cluster", "data_dir"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's, which reads the xdist_group marks added here
 def pytest_collection_modifyitems(config, items):
     """Tests that use no database fixture, and start no cluster themselves (marked `cluster`), are
     marked `quick`: `pytest -m quick` runs the stages that need no database (parsing, plans,
-    rules, calculus, programs, layering) in seconds. The `slow` ones are moved to the front."""
+    rules, calculus, programs, layering) in seconds. The `slow` ones are moved to the front.
+
+    Every test whose id names Spark is marked `spark` and put in one pytest-xdist group (the
+    README's `--dist loadgroup` runs a group in one worker): a process that runs Spark starts a
+    JVM, whose start and warm-up cost about as much CPU as a minute of the suite's other work, so
+    one worker starts one instead of every worker its own."""
     for item in items:
         if not DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("cluster") is None:
             item.add_marker(pytest.mark.quick)
-    # The tests marked `slow` (a minute or so each) go first: pytest-xdist's `--dist load
-    # --maxschedchunk 1` (the README's test command) then hands them out one per idle worker while
-    # the short ones fill the gaps, instead of one of them starting last and running alone.
+        if "spark" in item.nodeid.lower():
+            item.add_marker(pytest.mark.spark)
+        if item.get_closest_marker("spark") is not None:
+            item.add_marker(pytest.mark.xdist_group("spark"))
+    # The tests marked `slow` (a minute or so each) go first: pytest-xdist's `--dist loadgroup` (the
+    # README's test command) then hands them out one per idle worker, after the Spark group, which it
+    # sends first as the largest unit, while the short ones fill the gaps, instead of one of them
+    # starting last and running alone.
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
