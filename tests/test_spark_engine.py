@@ -748,3 +748,31 @@ def test_spark_reaches_an_embedded_cluster_over_tcp_with_its_password():
             assert report.engine == "spark" and report.offloaded > 0, report
             assert_equal_multiset(db, "dear", *VIEWS["filtered"])
             engine.close()
+
+
+def test_a_batch_recomputed_instead_stages_nothing_and_stays_exact(engine, shop, monkeypatch):
+    """A view whose batch is recomputed (docs/maintenance.md, "Recomputing instead") has no
+    Δ-script for Spark to compute a part of: the Spark engine's maintenance stages nothing, the
+    report says so, and the view (its cache left stale) is exact, as after the next batch that
+    runs the Δ-script again."""
+    from idivm.engines.spark import executor
+
+    def no_stage(*args, **kwargs):
+        raise AssertionError("Spark computed a step of a recomputed view")
+
+    sql, cols = VIEWS["grouped"]
+    engine.register_view("v", sql)
+    engine.set_policy("v", recompute="always")
+    rng = random.Random(5)
+    shop.execute("UPDATE parts SET price = price + 1 WHERE pid < 10")
+    _writes(shop, rng)
+    with monkeypatch.context() as m:
+        m.setattr(executor, "_compute", no_stage)
+        report = engine.maintain("v", engine="spark")
+    assert report.engine == "spark" and report.offloaded == 0 and report.recomputed, report
+    assert_equal_multiset(shop, "v", sql, cols)
+    engine.set_policy("v", recompute="never")
+    for _ in range(2):  # with its cache first, then the Δ-script on Spark
+        _writes(shop, rng)
+        engine.maintain("v", engine="spark")
+        assert_equal_multiset(shop, "v", sql, cols)

@@ -269,6 +269,7 @@ def _pg_cron_missing() -> str | None:
 @pytest.mark.slow
 @pytest.mark.cluster
 @pytest.mark.skipif(_pg_cron_missing() is not None, reason=_pg_cron_missing() or "")
+@pytest.mark.slow  # it waits up to a minute for pg_cron's first run: first, so that it never runs alone at the end
 def test_pg_cron_schedules_maintenance():
     """docs/operations.md's pg_cron set-up, on a throwaway cluster that preloads pg_cron: the job
     CALL idivm.maintain_all() runs within a minute and leaves the view equal to its query."""
