@@ -221,16 +221,18 @@ def pytest_collection_modifyitems(config, items):
     marked `quick`: `pytest -m quick` runs the stages that need no database (parsing, plans,
     rules, calculus, programs, layering) in seconds. The `slow` ones are moved to the front.
 
-    Every test whose id names Spark is marked `spark` and put in one pytest-xdist group (the
+    Every test whose id names Spark is marked `spark` and put in a pytest-xdist group (the
     README's `--dist loadgroup` runs a group in one worker): a process that runs Spark starts a
     JVM, whose start and warm-up cost about as much CPU as a minute of the suite's other work, so
-    one worker starts one instead of every worker its own."""
+    two workers start one each instead of every worker its own. The differential test's Spark
+    sample is a group of its own (its mark), the other Spark tests the group `spark`: about four
+    minutes of work each, where one group of both was the longest path through the run."""
     for item in items:
         if not DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker("cluster") is None:
             item.add_marker(pytest.mark.quick)
         if "spark" in item.nodeid.lower():
             item.add_marker(pytest.mark.spark)
-        if item.get_closest_marker("spark") is not None:
+        if item.get_closest_marker("spark") is not None and item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group("spark"))
     # The tests marked `slow` (a minute or so each) go first: pytest-xdist's `--dist loadgroup` (the
     # README's test command) then hands them out one per idle worker, after the Spark group, which it

@@ -571,7 +571,8 @@ def test_random_views_equal_recomputation(module_db, family_stats, family, data)
 
 
 @pytest.mark.slow
-@pytest.mark.spark  # in one pytest-xdist worker with every test that runs Spark: one JVM (conftest.py)
+@pytest.mark.spark  # every family's Spark sample in one pytest-xdist worker: one JVM (conftest.py)
+@pytest.mark.xdist_group("spark_sample")
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("family", FAMILIES)
 @settings(max_examples=SPARK_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), derandomize=False)
