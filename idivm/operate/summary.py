@@ -108,12 +108,12 @@ def _recompute(row: sa.Row) -> str:
     policy = row.policy_recompute or "auto"
     if policy != "auto":
         return f"{policy} (its policy: `idivm set-policy --recompute`)"
-    per_change = (f"{row.change_ms * 1000:.1f} µs per change, as measured" if row.change_ms is not None else
-                  f"{PRIOR_CHANGE_MS * 1000:.1f} µs per change until a batch of {MEASURING_BATCH} measures it")
+    per_change = (f"{row.change_ms * 1000:.1f} µs per logged change, as measured" if row.change_ms is not None else
+                  f"{PRIOR_CHANGE_MS * 1000:.1f} µs per logged change until a batch of {MEASURING_BATCH} measures it")
     if row.recompute_ms is None:
         return f"auto: never yet, recomputing has not been measured; the Δ-script costs {per_change}"
     per = row.change_ms if row.change_ms is not None else PRIOR_CHANGE_MS
-    return (f"auto: when a batch has more than {int(row.recompute_ms / per):,} effective changes (the Δ-script costs "
+    return (f"auto: when more than {int(row.recompute_ms / per):,} logged changes wait (its i-diffs and Δ-script cost "
             f"{per_change}; recomputing {row.recompute_ms:.1f} ms, as measured)")
 
 

@@ -265,6 +265,8 @@ def apply_body(view_id: int, inputs: list[int], rendered: list[tuple[Step, Rende
     for i, cid in enumerate(inputs):
         declare += [f"idivm_changed_{cid} bigint := idivm_inputs[{2 + 2 * i}];",
                     f"idivm_kinds_{cid} int := idivm_inputs[{3 + 2 * i}];"]
+    reset = [f"    TRUNCATE {qualified('pg_temp', view_delta(view_id, cid))};\n"
+             f"    ANALYZE {qualified('pg_temp', view_delta(view_id, cid))};" for cid in inputs]
     script = []
     known = set(inputs)
     for step, r in rendered:
@@ -287,26 +289,16 @@ BEGIN
   IF idivm_inputs[1] > 0 THEN
 {nl.join(script)}
   END IF;
-{reset_instances(view_id, inputs)}
+  IF NOT idivm_small THEN  -- back to empty tables analyzed empty: the kept plans stay those of small rounds
+{nl.join(reset)}
+  END IF;
   RETURN ARRAY[idivm_statements, idivm_touched, idivm_cache_ms, idivm_view_ms]::float8[];
 END
 """
 
 
-def reset_instances(view_id: int, inputs: list[int]) -> str:
-    """PL/pgSQL for the end of apply_<id>: after a large round, the i-diff
-    instances emptied and analyzed empty again, so that the plans the session keeps stay those of
-    small rounds (idivm_inputs: what idiffs_<id> returned)."""
-    reset = [f"    TRUNCATE {qualified('pg_temp', view_delta(view_id, cid))};\n"
-             f"    ANALYZE {qualified('pg_temp', view_delta(view_id, cid))};" for cid in inputs]
-    nl = "\n"
-    return f"""  IF idivm_inputs[1] > {SMALL_CHANGES} THEN
-{nl.join(reset)}
-  END IF;"""
-
-
 def install_view_function(conn: Connection, view_id: int, program: Program | None = None) -> None:
-    """(Re)create idivm.idiffs_<id> and idivm.apply_<id> from the view's Δ-program and inputs (at
+    """(Re)create the view's compiled functions (_view_functions) from its Δ-program and inputs (at
     registration, rebuild and upgrade). A view whose base table is gone gets none: it is stale until
     refreshed. `program`: the program registration just built and stored (reading it back from its
     JSON cost a registration a large share of its time).
@@ -493,8 +485,11 @@ BEGIN
       inputs := logged;
     END IF;
   END IF;
-  IF recompute = 0 AND c.caches_stale THEN  -- counted up to the threshold, or not at all: count them all
-    EXECUTE format('SELECT idivm.%I($1, NULL)', 'logged_' || view_id) INTO inputs USING b.last_snapshot;
+  IF recompute = 0 AND c.caches_stale THEN  -- a count that stayed under its cap is exact: counted again only if not counted
+    IF logged IS NULL THEN
+      EXECUTE format('SELECT idivm.%I($1, NULL)', 'logged_' || view_id) INTO logged USING b.last_snapshot;
+    END IF;
+    inputs := logged;
     recompute := {RECOMPUTED_STALE_CACHES};
   ELSIF recompute = 0 THEN
     EXECUTE format('SELECT idivm.%I($1)', 'idiffs_' || view_id) INTO inputs USING b.last_snapshot;
