@@ -105,7 +105,33 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
     if shape in ("fromagg", "again"):  # an aggregating subquery in FROM (or CTE): filtered and projected
         # (folded into it), joined with a table (inner or LEFT: a scalar subquery written as a join), or
         # aggregated again, also an aggregation of aggregations (a part of a part: "again" inside)
-        how = "again" if shape == "again" else draw(st.sampled_from(["fold", "join", "left", "again", "value"]))
+        how = "again" if shape == "again" else draw(st.sampled_from(["fold", "join", "left", "again", "value", "semi"]))
+        if how == "semi":  # EXISTS / IN over a grouping, correlated by equalities (frontend/grouped_semijoins.py)
+            t, u = draw(st.sampled_from(tables)), draw(st.sampled_from(tables))
+            t_cols, u_cols = [f"t.{c}" for c in t.all], [f"u.{c}" for c in u.all]
+            conds = [f"{draw(st.sampled_from(u_cols))} = {draw(st.sampled_from(t_cols))}"
+                     for _ in range(draw(st.integers(0, 2)))]
+            if draw(st.booleans()):
+                conds.append(draw(predicates(u_cols)))
+            c = draw(st.sampled_from(u_cols))
+            agg = draw(st.sampled_from(["count(*)", f"sum({c})", f"max({c})", f"count({c})", f"min({c}) % 3"]))
+            key = draw(st.sampled_from(u_cols + [f"{c} % 2"]))
+            where = f" WHERE {' AND '.join(conds)}" if conds else ""
+            having = draw(st.sampled_from(["", f" HAVING count(*) > {draw(st.integers(1, 2))}",
+                                           f" HAVING {agg} < {draw(st.integers(0, 6))}"]))
+            neg = draw(st.sampled_from(["", "NOT "]))
+            lhs = draw(st.sampled_from(t_cols))
+            test = draw(st.sampled_from(["exists", "in", "in_aggregate"]))
+            if test == "exists":
+                cond = f"{neg}EXISTS (SELECT 1 FROM {u.name} AS u{where} GROUP BY {key}{having})"
+            elif test == "in":
+                cond = f"{lhs} {neg}IN (SELECT {draw(st.sampled_from([key, agg]))} FROM {u.name} AS u{where} " \
+                       f"GROUP BY {key}{having})"
+            else:  # one row per outer row: a nested aggregate
+                cond = f"{lhs} {neg}IN (SELECT {agg} FROM {u.name} AS u{where})"
+            picked = draw(st.lists(st.sampled_from(t_cols), min_size=1, max_size=3, unique=True))
+            return f"SELECT {', '.join(f'{p} AS x{i}' for i, p in enumerate(picked))} FROM {t.name} AS t WHERE {cond}", \
+                [f"x{i}" for i in range(len(picked))]
         inner_shapes = ["group", "sumcount", "distinct"] + (["again"] if shape == "fromagg" else [])
         inner, inner_names = draw(views(tables, draw(st.sampled_from(inner_shapes))))
         q_cols = [f"q.{c}" for c in inner_names]

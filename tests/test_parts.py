@@ -27,6 +27,16 @@ VIEWS = {  # name: (query, output columns)
                     "WHERE o.customer = c.id)", ["id", "region", "region_id"]),  # `*` takes no part's column
     "in_aggregate": ("SELECT c.region, sum(c.id * (SELECT count(*) FROM orders o WHERE o.customer = c.id)) AS w "
                      "FROM customers c GROUP BY c.region", ["region", "w"]),
+    # EXISTS / IN over a grouping (frontend/grouped_semijoins.py): correlated by an equality, uncorrelated, NOT
+    "in_grouped": ("SELECT c.id, c.region FROM customers c WHERE c.region_id IN (SELECT mod(count(*), 4) FROM orders o "
+                   "WHERE o.customer = c.id GROUP BY o.amount HAVING count(*) > 1)", ["id", "region"]),
+    "exists_grouped": ("SELECT c.id FROM customers c WHERE NOT EXISTS (SELECT 1 FROM orders o WHERE o.customer = c.id "
+                       "AND o.amount > 0 GROUP BY o.customer HAVING sum(o.amount) > 6)", ["id"]),
+    "in_uncorrelated": ("SELECT c.id, c.region_id FROM customers c WHERE c.id NOT IN (SELECT o.customer FROM orders o "
+                        "GROUP BY o.customer HAVING max(o.amount) >= 4 AND count(*) BETWEEN 2 AND 6) AND c.region_id IN "
+                        "(SELECT mod(count(*), 4) FROM orders o WHERE o.customer = c.id)", ["id", "region_id"]),
+    "exists_from": ("SELECT c.id FROM customers c WHERE EXISTS (SELECT 1 FROM (SELECT customer, count(*) AS n FROM orders "
+                    "GROUP BY customer) t WHERE t.customer = c.id AND t.n >= c.region_id)", ["id"]),
 }
 
 

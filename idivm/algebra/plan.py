@@ -90,6 +90,7 @@ class SubqueryPredicate:
     in_col: exp.Expression | None = None
     scalar: exp.Expression | None = None  # a scalar subquery's aggregate (the higher-order strategy's plans keep them)
     joined: list[tuple[str, TableInfo]] = field(default_factory=list)
+    parts: list = field(default_factory=list)  # the PartScans among its tables (an aggregating subquery in its FROM)
 
     def tables(self) -> list[tuple[str, TableInfo]]:
         """Every (alias, table) the subquery reads, R first."""
@@ -258,18 +259,22 @@ def base_tables(node) -> list[TableInfo]:
     if isinstance(node, Aggregate):
         return base_tables(node.cache) + [q.table for q in node.having_subqueries]
     out = [t for s in scans(node) for t in (base_tables(s.plan) if isinstance(s, PartScan) else [s.table])]
-    parts = {s.table for s in scans(node) if isinstance(s, PartScan)}
+    scanned = {s.part for s in scans(node) if isinstance(s, PartScan)}
+    out += [t for p in part_scans(node) if p.part not in scanned for t in base_tables(p.plan)]  # read in a subquery
+    parts = {p.table for p in part_scans(node)}
     for n in walk(node):
-        if isinstance(n, Project):  # an outer join's NOT EXISTS over a part reads the part's table
-            out += [t for q in n.subqueries for _, t in q.tables() if t not in parts]
+        if isinstance(n, Project):  # a subquery over a part (an outer join's NOT EXISTS, EXISTS / IN over a
+            out += [t for q in n.subqueries for _, t in q.tables() if t not in parts]  # grouping) reads its table
     return out
 
 
 def part_scans(plan) -> list[PartScan]:
     """The parts a view's plan reads (PartScan), in the plan's order, each once (an outer join's
-    branches share theirs)."""
+    branches share theirs), then those only its EXISTS / IN subqueries read."""
     node = plan.cache if isinstance(plan, Aggregate) else plan
-    return list({s.part: s for s in scans(node) if isinstance(s, PartScan)}.values())
+    found = [s for s in scans(node) if isinstance(s, PartScan)]
+    found += [p for n in walk(node) if isinstance(n, Project) for q in n.subqueries for p in q.parts]
+    return list({s.part: s for s in found}.values())
 
 
 def all_parts(plan) -> list[PartScan]:

@@ -13,14 +13,14 @@ before, so this covers aggregating CTEs too.
 
 What does not reduce this way (an aggregating subquery joined with other tables, aggregated again,
 under DISTINCT or filtered by a subquery) is left for build_plan.py, which reads it as a part of
-the view (algebra/plan.PartScan), as is one in the FROM of such a part (a part of the part);
-one inside a scalar, EXISTS or IN subquery is refused.
+the view (algebra/plan.PartScan), as is one in the FROM of such a part (a part of the part) or of
+an EXISTS / IN subquery of the query's WHERE; one inside a scalar subquery is refused.
 """
 from __future__ import annotations
 
 from sqlglot import exp
 
-from .clauses import has_aggregation, inline_columns
+from .clauses import has_aggregation, in_semijoin, inline_columns
 from .checks import refuse
 from ..errors import UnsupportedQuery
 
@@ -29,6 +29,7 @@ def _in_from(select: exp.Expression) -> bool:
     """Whether a SELECT is itself a subquery in a FROM or JOIN (else a scalar, EXISTS or IN one)."""
     holder = select.parent
     return isinstance(holder, exp.Subquery) and isinstance(holder.parent, (exp.From, exp.Join))
+
 
 
 def fold_aggregate_subquery(tree: exp.Expression) -> exp.Expression:
@@ -56,9 +57,12 @@ def _fold(tree: exp.Select) -> exp.Expression:
             if isinstance(s.parent, (exp.From, exp.Join)) and isinstance(s.this, exp.Select) and has_aggregation(s.this)]
     if not subs:
         return tree
-    nested = [s for s in subs if s.parent.parent is not tree and not _in_from(s.parent.parent)]
-    if nested:  # in the FROM of a scalar, EXISTS or IN subquery (one in the FROM of a part is a part of it)
-        raise refuse("a subquery that aggregates in the FROM of a scalar, EXISTS or IN subquery")
+    nested = [s for s in subs if s.parent.parent is not tree and not _in_from(s.parent.parent)
+              and not in_semijoin(s.parent.parent, tree)]
+    if nested:  # in the FROM of a scalar subquery, or of an EXISTS / IN one inside a subquery (one in the
+        # FROM of a part is a part of it, one in the FROM of the query's own EXISTS / IN a part of the view)
+        raise refuse("a subquery that aggregates in the FROM of a scalar subquery, or of an EXISTS / IN "
+                     "subquery inside another subquery")
     subs = [s for s in subs if s.parent.parent is tree]
     if not subs:
         return tree

@@ -213,10 +213,16 @@ def _compile_select(provider: SchemaProvider, select: exp.Select, first: bool,
         aliases[t.alias_or_name] = info
         return Scan(alias=t.alias_or_name, table=info)
 
+    def subqueries_of(spj: exp.Select) -> list:
+        out = extract_subqueries(spj, infos, {n: p for n, (p, _) in found.items()})
+        for p in (p for q in out for p in q.parts):
+            aliases.update(found[p.part][1])  # the tables it reads, as for a part in FROM
+        return out
+
     outputs = _outputs(tree, first)
     if has_outer_join(tree):
-        return _compile_outer_joins(tree, infos, outputs, scan_of), aliases
-    subqueries = extract_subqueries(tree, infos)
+        return _compile_outer_joins(tree, infos, outputs, scan_of, subqueries_of), aliases
+    subqueries = subqueries_of(tree)
     node = _spj_node(tree, scan_of)
     if has_aggregation(tree):
         having_subqueries = extract_having_subqueries(tree, infos, len(subqueries))
@@ -243,7 +249,7 @@ def _spj_node(tree: exp.Select, scan_of) -> Node:
 
 
 def _compile_outer_joins(tree: exp.Select, infos: dict, outputs: list[tuple[str, exp.Expression]],
-                         scan_of) -> Union | Aggregate:
+                         scan_of, subqueries_of) -> Union | Aggregate:
     """A SELECT with outer joins: a UNION ALL of its NULL-padded inner-join branches (outer_joins.py),
     under the query's grouping if it has one. The grouping is compiled once, over the query as
     written, so that every branch's cache has the same columns; each branch pads its own."""
@@ -255,7 +261,7 @@ def _compile_outer_joins(tree: exp.Select, infos: dict, outputs: list[tuple[str,
     projects: list[Project] = []
     for k, branch in enumerate(expand_outer_joins(tree, lambda t: infos[(t.db, t.name)]), 1):
         spj = branch.select()
-        subqueries = extract_subqueries(spj, infos)
+        subqueries = subqueries_of(spj)
         plan = infer_ids(Project(child=_spj_node(spj, scan_of), outputs=[(n, branch.pad(e)) for n, e in shape],
                                  stable=stable, subqueries=subqueries))
         for pos, i in enumerate(plan.ids):  # IDs of different branches never share a column

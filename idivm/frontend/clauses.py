@@ -34,11 +34,21 @@ def has_aggregation(tree: exp.Select) -> bool:
 
 
 def aggregating_subqueries(select: exp.Select) -> list[exp.Subquery]:
-    """The subqueries that aggregate in this SELECT's own FROM and JOINs: the parts of a view
-    (algebra/plan.PartScan), each a statement of its own."""
+    """The subqueries that aggregate in this SELECT's own FROM and JOINs, and in those of the EXISTS /
+    IN subqueries of its WHERE: the parts of a view (algebra/plan.PartScan), each a statement of its own."""
     return [sq for sq in select.find_all(exp.Subquery)
-            if isinstance(sq.parent, (exp.From, exp.Join)) and sq.parent.parent is select
+            if isinstance(sq.parent, (exp.From, exp.Join))
+            and (sq.parent.parent is select or in_semijoin(sq.parent.parent, select))
             and isinstance(sq.this, exp.Select) and has_aggregation(sq.this)]
+
+
+def in_semijoin(select: exp.Expression, tree: exp.Select) -> bool:
+    """Whether a SELECT is the subquery of an EXISTS / IN of tree's own WHERE (not of a subquery's)."""
+    holder = select.parent
+    node = holder if isinstance(holder, exp.Exists) else holder.parent if isinstance(holder, exp.Subquery) else None
+    return (isinstance(node, exp.Exists) or (isinstance(node, exp.In) and node.args.get("query") is holder)) \
+        and node.parent_select is tree and tree.args.get("where") is not None \
+        and node.find_ancestor(exp.Where) is tree.args["where"]
 
 
 def inline_columns(e: exp.Expression, alias: str, by_name: dict[str, exp.Expression]) -> exp.Expression:
@@ -53,3 +63,44 @@ def inline_columns(e: exp.Expression, alias: str, by_name: dict[str, exp.Express
         return node
 
     return e.transform(fn)
+
+
+def correlation(inner: exp.Select) -> tuple[list[exp.Expression], list[tuple[exp.Expression, exp.Expression]]] | None:
+    """A subquery's WHERE split into its local conjuncts and its correlated equalities (inner side,
+    outer side), copies; None where a conjunct reads the outer query otherwise (an inequality, an
+    expression over both sides), or a join's ON reads it. An unqualified column is the inner
+    query's, as PostgreSQL resolves it when the inner tables have it (else qualifying it fails later)."""
+    sources = [from_item(inner)] + [j.this for j in inner.args.get("joins") or []]
+    own = {s.alias_or_name for s in sources}
+
+    def reads(e: exp.Expression) -> tuple[bool, bool]:
+        """(reads an inner column, reads an outer one)."""
+        tables = [c.table for c in e.find_all(exp.Column)]
+        return any(t in own or not t for t in tables), any(t and t not in own for t in tables)
+
+    def inner_only(e: exp.Expression) -> bool:
+        return not e.find(exp.Subquery, exp.Exists) and not reads(e)[1]
+
+    if not all(inner_only(j.args["on"]) for j in inner.args.get("joins") or [] if j.args.get("on") is not None):
+        return None
+    where = inner.args.get("where")
+    local, keys = [], []
+    for c in conjuncts(where.this if where is not None else None):
+        if inner_only(c):
+            local.append(c.copy())
+            continue
+        if not isinstance(c, exp.EQ) or c.find(exp.Subquery, exp.Exists):
+            return None
+        sides = [(reads(s), s) for s in (c.this, c.expression)]
+        inner_side = [s for (i, o), s in sides if i and not o]
+        outer_side = [s for (i, o), s in sides if o and not i]
+        if len(inner_side) != 1 or len(outer_side) != 1 or outer_side[0].find(exp.AggFunc):
+            return None
+        keys.append((inner_side[0].copy(), outer_side[0].copy()))
+    return local, keys
+
+
+def reads_outer(inner: exp.Select, e: exp.Expression) -> bool:
+    """Whether e, an expression of the subquery inner, reads a column of an outer query."""
+    own = {s.alias_or_name for s in [from_item(inner)] + [j.this for j in inner.args.get("joins") or []]}
+    return any(c.table and c.table not in own for c in e.find_all(exp.Column))

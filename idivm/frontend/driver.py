@@ -20,6 +20,7 @@ from .checks import check_constructs, checked_branches, drop_ignored_order
 from .constant_subqueries import inline_constant_subqueries
 from .ctes import inline_ctes
 from .derived_tables import merge_filtering_subquery
+from .grouped_semijoins import decorrelate_grouped_semijoins
 from .one_row import read_one_row
 from .parse_errors import describe
 from .quantified_comparisons import reduce_quantified_comparisons
@@ -66,6 +67,7 @@ REWRITES = (
     reduce_quantified_comparisons,  # x op ANY / ALL (SELECT ...) in WHERE -> [NOT] EXISTS (quantified_comparisons.py)
     inline_aggregate_filters,  # sum(x) FILTER (WHERE c) -> sum(CASE WHEN c THEN x END) (aggregate_filters.py)
     merge_filtering_subquery,  # a query over one SPJ subquery whose WHERE holds subqueries -> one query (derived_tables.py)
+    decorrelate_grouped_semijoins,  # EXISTS / IN (SELECT ... GROUP BY ...) -> over a grouping in its FROM (grouped_semijoins.py)
     decorrelate_scalar_subqueries,  # (SELECT sum(v) FROM s WHERE s.k = r.k) as a value -> LEFT JOIN a grouping
     _refuse_unsupported,  # one refusal naming any construct no rewrite handles (checks.py)
     _drop_order,  # a top-level ORDER BY means nothing for a stored table (explain notes it)

@@ -29,7 +29,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..algebra.ids import HIDDEN_PREFIX as HIDDEN
-from .clauses import conjuncts, from_item, has_from
+from .clauses import correlation, from_item, has_from, reads_outer
 
 _CLAUSES = ("group", "having", "distinct", "limit", "offset", "order", "qualify", "windows", "with", "with_",
             "laterals", "fetch")
@@ -117,33 +117,14 @@ def _decorrelate(inner: exp.Select, name: str):
     sources = [from_item(inner)] + [j.this for j in inner.args.get("joins") or []]
     if not all(isinstance(s, exp.Table) for s in sources):
         return None
-    own = {s.alias_or_name for s in sources}
-
-    def reads(e: exp.Expression) -> tuple[bool, bool]:
-        """(reads an inner column, reads an outer one); an unqualified column is the inner query's,
-        as PostgreSQL resolves it when the inner tables have it (else qualifying it fails later)."""
-        tables = [c.table for c in e.find_all(exp.Column)]
-        return any(t in own or not t for t in tables), any(t and t not in own for t in tables)
+    split = correlation(inner)
+    if split is None:
+        return None
+    local, keys = split  # the correlated equalities' (inner side, outer side)
 
     def inner_only(e: exp.Expression) -> bool:
-        return not e.find(exp.Subquery, exp.Exists) and not reads(e)[1]
+        return not e.find(exp.Subquery, exp.Exists) and not reads_outer(inner, e)
 
-    if not all(inner_only(j.args["on"]) for j in inner.args.get("joins") or [] if j.args.get("on") is not None):
-        return None
-    where = inner.args.get("where")
-    local, keys = [], []  # (inner side, outer side) of each correlated equality
-    for c in conjuncts(where.this if where is not None else None):
-        if inner_only(c):
-            local.append(c.copy())
-            continue
-        if not isinstance(c, exp.EQ) or c.find(exp.Subquery, exp.Exists):
-            return None
-        sides = [(reads(s), s) for s in (c.this, c.expression)]
-        inner_side = [s for (i, o), s in sides if i and not o]
-        outer_side = [s for (i, o), s in sides if o and not i]
-        if len(inner_side) != 1 or len(outer_side) != 1 or outer_side[0].find(exp.AggFunc):
-            return None
-        keys.append((inner_side[0].copy(), outer_side[0].copy()))
     value = inner.expressions[0].unalias().copy()
     aggregates = list(value.find_all(exp.AggFunc))
     if not aggregates or not all(inner_only(a) for a in aggregates) or value.find(exp.Subquery, exp.Exists):
@@ -163,7 +144,8 @@ def _decorrelate(inner: exp.Select, name: str):
             value = empty
         else:
             a.replace(empty)
-    if reads(value)[0]:  # an inner column outside the aggregates: PostgreSQL rejects it
+    if any(not reads_outer(inner, c) for c in value.find_all(exp.Column)):
+        # an inner column outside the aggregates: PostgreSQL rejects it
         return None
     part = exp.select(*outs).from_(sources[0].copy())
     for j in inner.args.get("joins") or []:

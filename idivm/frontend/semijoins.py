@@ -17,15 +17,19 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..algebra.plan import SubqueryPredicate
+from ..algebra.plan import PartScan, SubqueryPredicate
 from ..algebra.tables import TableInfo
+from ..names import PART_SCHEMA
 from .checks import refuse
 from .clauses import conjuncts
 
 SUBQUERY_ALIAS = "__idivm_sq{}"
 
 
-def extract_subqueries(tree: exp.Select, infos: dict[tuple[str, str], TableInfo]) -> list[SubqueryPredicate]:
+def extract_subqueries(tree: exp.Select, infos: dict[tuple[str, str], TableInfo],
+                       parts: dict[str, PartScan] | None = None) -> list[SubqueryPredicate]:
+    """The EXISTS / IN and scalar subqueries of tree's WHERE; `parts`: the view's parts by name, which
+    a subquery may read (an aggregating subquery in its FROM, build_plan.py)."""
     where = tree.args.get("where")
     if where is None:
         return []
@@ -33,7 +37,7 @@ def extract_subqueries(tree: exp.Select, infos: dict[tuple[str, str], TableInfo]
     nodes = [n for n in where.find_all(exp.Exists)] + [n for n in where.find_all(exp.In) if n.args.get("query")]
     nodes += [n for n in where.find_all(exp.Subquery) if id(n) not in in_queries]  # scalar subqueries
     nodes = [n for n in nodes if n.parent_select is tree]  # not those inside them (merged into them, or refused)
-    return [_extract(node, infos, i) for i, node in enumerate(nodes)]
+    return [_extract(node, infos, i, parts or {}) for i, node in enumerate(nodes)]
 
 
 def extract_having_subqueries(tree: exp.Select, infos: dict[tuple[str, str], TableInfo],
@@ -45,10 +49,11 @@ def extract_having_subqueries(tree: exp.Select, infos: dict[tuple[str, str], Tab
         return []
     if having.find(exp.Exists) or any(n.args.get("query") for n in having.find_all(exp.In)):
         raise refuse("EXISTS / IN subqueries in HAVING")
-    return [_extract(node, infos, start + i) for i, node in enumerate(having.find_all(exp.Subquery))]
+    return [_extract(node, infos, start + i, {}) for i, node in enumerate(having.find_all(exp.Subquery))]
 
 
-def _extract(node: exp.Expression, infos: dict[tuple[str, str], TableInfo], index: int) -> SubqueryPredicate:
+def _extract(node: exp.Expression, infos: dict[tuple[str, str], TableInfo], index: int,
+             parts: dict[str, PartScan]) -> SubqueryPredicate:
     """One subquery, checked and with its table renamed to idivm's own alias."""
     scalar = isinstance(node, exp.Subquery)
     inner = node.this if isinstance(node, (exp.Exists, exp.Subquery)) else node.args["query"].this
@@ -103,7 +108,8 @@ def _extract(node: exp.Expression, infos: dict[tuple[str, str], TableInfo], inde
                              where=inner_where.this if inner_where is not None else None,
                              in_lhs=in_lhs, in_col=in_col,
                              scalar=inner.expressions[0].unalias() if scalar else None,
-                             joined=[(renamed[a], infos[(t.db, t.name)]) for t, a in zip(tables[1:], aliases[1:])])
+                             joined=[(renamed[a], infos[(t.db, t.name)]) for t, a in zip(tables[1:], aliases[1:])],
+                             parts=[parts[t.name] for t in tables if t.db == PART_SCHEMA and t.name in parts])
 
 
 def _merge_nested(inner: exp.Select) -> None:

@@ -44,7 +44,7 @@ from sqlglot import exp
 
 from ...algebra.columns_read import columns_read
 from ...algebra.placeholders import CacheColumn, SubqueryValue
-from ...algebra.plan import Aggregate, Join, PartScan, Project, Scan, Select, Union
+from ...algebra.plan import Aggregate, Join, PartScan, Project, Scan, Select, Union, part_scans
 from ...calculus.expr import Assign, Expr, Sum, Var, add, mul
 from ...errors import UnsupportedQuery
 from .nesting import Nesting, NestingBuilder, subquery_nodes
@@ -176,6 +176,8 @@ def translate(plan, sum_type: Callable[[str], str | None] | None = None) -> Tran
     PostgreSQL gives SUM of a SUM/AVG argument of an exact type (integers, numeric), None for any
     other: sums of floating-point values depend on the order of the additions, which maintenance
     cannot reproduce."""
+    if part_scans(plan):  # first-order only: a part's i-diff feeds the first-order rules (rules/part.py)
+        raise refuse("a subquery that aggregates, joined with other tables, aggregated again or read by EXISTS / IN")
     read = columns_read(plan)
     if isinstance(plan, Aggregate):
         return _aggregate(plan, sum_type, read)
