@@ -15,7 +15,10 @@ a semijoin's input needs only its i-diff and its post-state, which a part provid
 
 A subquery that aggregates without GROUP BY has one row per outer row: `x IN (SELECT max(v) ...)`
 is `x = (SELECT max(v) ...)` (also under NOT: both are NULL where the value is), a nested aggregate,
-and EXISTS of it is TRUE. Uncorrelated, with HAVING, it is wrapped like a grouped one. DISTINCT
+and EXISTS of it is TRUE. Uncorrelated, with HAVING, it is wrapped like a grouped one. An EXISTS over
+one such subquery written in its FROM (`EXISTS (SELECT 1 FROM (SELECT sum(b) AS s FROM r2 WHERE
+r2.a = r1.b) n WHERE r1.a < n.s)`, DBToaster's r_existsnestedagg) is its WHERE over the subquery's
+values (`(r1.a < (SELECT sum(b) ...)) IS TRUE`): nested aggregates. DISTINCT
 alone in an EXISTS / IN subquery changes nothing (they ask whether a row, or a value, occurs).
 
 Left as they are, and so refused by semijoins.py: correlation otherwise than by equalities of an
@@ -27,7 +30,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..algebra.ids import HIDDEN_PREFIX as HIDDEN
-from .clauses import correlation, has_aggregation, has_from, reads_outer
+from .clauses import correlation, from_item, has_aggregation, has_from, inline_columns, reads_outer
 
 _LEFT = ("limit", "offset", "order", "qualify", "windows", "with", "with_", "laterals", "fetch")
 
@@ -45,6 +48,9 @@ def decorrelate_grouped_semijoins(tree: exp.Expression) -> exp.Expression:
             inner = node.this if isinstance(node, exp.Exists) else node.args.get("query")
             inner = inner.this if isinstance(inner, exp.Subquery) else inner
             if not isinstance(inner, exp.Select) or node.parent_select is not select or not has_from(inner):
+                continue
+            if isinstance(node, exp.Exists) and _over_one_aggregate_row(inner):
+                node.replace(_inlined(inner))
                 continue
             if any(inner.args.get(k) for k in _LEFT) or inner.find(exp.Subquery, exp.Exists):
                 continue
@@ -71,6 +77,29 @@ def _selects(tree: exp.Expression) -> list[exp.Select]:
     if isinstance(tree, exp.Subquery):
         return _selects(tree.this)
     return []
+
+
+def _over_one_aggregate_row(inner: exp.Select) -> bool:
+    """Whether an EXISTS subquery reads only one subquery in FROM that aggregates without GROUP BY
+    (so has exactly one row), and filters and projects it."""
+    sub = from_item(inner)
+    if inner.args.get("joins") or has_aggregation(inner) or not isinstance(sub, exp.Subquery) \
+            or not isinstance(sub.this, exp.Select) or not sub.alias:
+        return False
+    q = sub.this
+    return _aggregates(q) and not any(q.args.get(k) for k in ("group", "having", "distinct") + _LEFT) \
+        and all(isinstance(e, exp.Alias) for e in q.expressions)
+
+
+def _inlined(inner: exp.Select) -> exp.Expression:
+    """EXISTS (SELECT .. FROM (SELECT agg AS x ...) n WHERE c(n.x)) -> (c((SELECT agg ...))) IS TRUE: the
+    one row exists and passes the WHERE exactly when c holds of it (NULL is no row, under NOT too)."""
+    sub = from_item(inner)
+    where = inner.args.get("where")
+    if where is None:
+        return exp.true()
+    values = {e.alias: exp.Subquery(this=sub.this.copy().select(e.this.copy(), append=False)) for e in sub.this.expressions}
+    return exp.Is(this=exp.Paren(this=inline_columns(where.this, sub.alias, values)), expression=exp.true())
 
 
 def _aggregates(inner: exp.Select) -> bool:
