@@ -35,6 +35,9 @@ VIEWS = {  # name: (query, output columns)
     "in_uncorrelated": ("SELECT c.id, c.region_id FROM customers c WHERE c.id NOT IN (SELECT o.customer FROM orders o "
                         "GROUP BY o.customer HAVING max(o.amount) >= 4 AND count(*) BETWEEN 2 AND 6) AND c.region_id IN "
                         "(SELECT mod(count(*), 4) FROM orders o WHERE o.customer = c.id)", ["id", "region_id"]),
+    "exists_value": ("SELECT c.id, EXISTS (SELECT 1 FROM orders o WHERE o.customer = c.id AND o.amount > 2) AS big, "
+                     "NOT EXISTS (SELECT 1 FROM orders o WHERE o.customer = c.region_id) AS none FROM customers c",
+                     ["id", "big", "none"]),
     "exists_from": ("SELECT c.id FROM customers c WHERE EXISTS (SELECT 1 FROM (SELECT customer, count(*) AS n FROM orders "
                     "GROUP BY customer) t WHERE t.customer = c.id AND t.n >= c.region_id)", ["id"]),
 }

@@ -18,6 +18,9 @@ by the i-diff rules; the same holds inside an aggregate of a grouped query (`SUM
 the value joins each row before the grouping), and outside the aggregates of a query with GROUP BY
 (its correlation can only read group keys, so its value is one per group and joins the GROUP BY).
 
+An EXISTS used as a value (`SELECT r.a, EXISTS (SELECT 1 FROM s WHERE s.k = r.b) AS e`) is first
+`(SELECT count(*) FROM s WHERE s.k = r.b) > 0`, the same truth value (never NULL).
+
 Left as they are, and so refused by checks.py: subqueries correlated otherwise than by equalities
 of an inner and an outer expression, with GROUP BY, DISTINCT, HAVING, LIMIT or a subquery in FROM,
 with no aggregate (they may return several rows), whose aggregates read the outer row, and a
@@ -58,6 +61,10 @@ def _decorrelated(tree: exp.Expression, where: bool) -> exp.Expression:
         stars = [exp.Column(this=exp.Star(), table=exp.to_identifier(s.alias_or_name))
                  for s in [from_item(tree)] + [j.this for j in joins]]
         tree.set("expressions", [x for e in tree.expressions for x in (stars if isinstance(e, exp.Star) else [e])])
+    for e in tree.expressions:
+        for node in list(e.find_all(exp.Exists)):
+            if not any(isinstance(a, (exp.Subquery, exp.Exists)) for a in _ancestors(node, e)):
+                _exists_as_count(node)
     grouped = bool(tree.args.get("group") or tree.args.get("distinct") or tree.args.get("having")) or any(
         a.find_ancestor(exp.Subquery) is None for e in tree.expressions for a in e.find_all(exp.AggFunc))
     # (expression, whether it is evaluated per group: outputs and HAVING of a grouped query; WHERE per row)
@@ -82,6 +89,18 @@ def _decorrelated(tree: exp.Expression, where: bool) -> exp.Expression:
                 group = tree.args["group"]
                 group.set("expressions", group.expressions + columns)
     return tree
+
+
+def _exists_as_count(node: exp.Exists) -> None:
+    """EXISTS (SELECT .. FROM .. WHERE c) used as a value -> (SELECT count(*) FROM .. WHERE c) > 0, in
+    place: both are true exactly when a row qualifies and false otherwise, never NULL (a count of
+    no rows is 0), so the value is a scalar subquery the decorrelation below reads."""
+    inner = node.this
+    if not isinstance(inner, exp.Select) or not has_from(inner) or any(inner.args.get(k) for k in _CLAUSES) \
+            or any(e.find(exp.AggFunc) for e in inner.expressions):
+        return
+    count = inner.copy().select(exp.Count(this=exp.Star()), append=False)
+    node.replace(exp.Paren(this=exp.GT(this=exp.Subquery(this=count), expression=exp.Literal.number(0))))
 
 
 def _outermost_subqueries(e: exp.Expression) -> list[exp.Subquery]:
