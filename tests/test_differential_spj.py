@@ -242,24 +242,46 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
         where.append(draw(predicates(all_cols)))
     in_having = nested and shape != "spj" and draw(st.booleans())  # the nested aggregate in HAVING instead
 
-    def scalar_subquery(outer_cols: list[str]) -> str:
+    def scalar_subquery(outer_cols: list[str], deeper: bool = False) -> str:
         """count(*) / count(c) / sum(c) / avg(c) of one table, correlated on = or < with one of
-        outer_cols, or not at all, maybe with a predicate of its own."""
+        outer_cols, or not at all, maybe with a predicate of its own; `deeper`: with a nested
+        aggregate of its own compared in its WHERE, correlated by an equality (the first-order
+        strategies decorrelate the innermost first; then only = or no correlation outside it)."""
         t = draw(st.sampled_from(tables))
         inner = [f"q.{c}" for c in t.all]
         conds = []
-        corr = draw(st.sampled_from(["eq", "eq", "lt", "none"] if outer_cols else ["none"]))
+        corr = draw(st.sampled_from((["eq", "none"] if deeper else ["eq", "eq", "lt", "none"]) if outer_cols else ["none"]))
         if corr != "none":
             conds.append(f"{draw(st.sampled_from(inner))} {'=' if corr == 'eq' else '<'} {draw(st.sampled_from(outer_cols))}")
         if draw(st.booleans()):
             conds.append(draw(predicates(inner)))
+        if deeper:
+            u = draw(st.sampled_from(tables))
+            d = draw(st.sampled_from(["count(*)", f"sum(q1.{draw(st.sampled_from(u.all))})", f"max(q1.{u.all[-1]})"]))
+            conds.append(f"{draw(st.sampled_from(inner))} {draw(st.sampled_from(['<', '>=', '=']))} (SELECT {d} FROM "
+                         f"{u.name} AS q1 WHERE q1.{draw(st.sampled_from(u.all))} = {draw(st.sampled_from(inner))})")
         c = draw(st.sampled_from(inner))
         agg = draw(st.sampled_from(["count(*)", f"count({c})", f"sum({c})", f"avg({c})", f"sum({c}) + count(*)",
                                     "count(*) / 2", f"sum({c}) % 3"]))
         return f"(SELECT {agg} FROM {t.name} AS q{' WHERE ' + ' AND '.join(conds) if conds else ''})"
 
-    if nested and not in_having:  # a scalar subquery compared in WHERE
-        sub = scalar_subquery(all_cols)
+    deeper = draw(st.integers(0, 3)) if nested and not in_having else 0
+    if deeper == 2:  # a nested aggregate in the WHERE of an EXISTS / IN subquery (TPC-H Q20's shape): without
+        t = draw(st.sampled_from(tables))  # count, compared: an inner join with a part inside the semijoin
+        u = draw(st.sampled_from(tables))
+        inner = [f"q.{c}" for c in t.all]
+        d = draw(st.sampled_from([f"sum(q1.{draw(st.sampled_from(u.all))})", f"max(q1.{u.all[-1]}) * 2",
+                                  f"min(q1.{u.all[0]})"]))
+        conds = [f"{draw(st.sampled_from(inner))} {draw(st.sampled_from(['<', '>=', '=']))} (SELECT {d} FROM "
+                 f"{u.name} AS q1 WHERE q1.{draw(st.sampled_from(u.all))} = {draw(st.sampled_from(inner))})"]
+        if draw(st.booleans()):
+            conds.append(f"{draw(st.sampled_from(inner))} = {draw(st.sampled_from(all_cols))}")
+        kind = draw(st.sampled_from(["EXISTS", "NOT EXISTS", "IN", "NOT IN"]))
+        body = f"FROM {t.name} AS q WHERE {' AND '.join(conds)})"
+        where.append(f"{kind} (SELECT 1 {body}" if kind.endswith("EXISTS") else
+                     f"{draw(st.sampled_from(all_cols))} {kind} (SELECT {draw(st.sampled_from(inner))} {body}")
+    elif nested and not in_having:  # a scalar subquery compared in WHERE
+        sub = scalar_subquery(all_cols, deeper=deeper == 1)
         lhs = draw(st.sampled_from(all_cols + [str(draw(st.integers(0, 3)))]))
         op = draw(st.sampled_from(["<", ">=", "=", "<>"]))
         where.append(draw(st.sampled_from([f"{lhs} {op} {sub}", f"{sub} IS NULL", f"NOT ({lhs} {op} {sub})"])))

@@ -73,7 +73,8 @@ CASES = [
     ("SELECT pid FROM parts WHERE (pid, price) IN (SELECT did, pid FROM devices_parts)", "IN (subquery) over several columns"),
     ("SELECT pid FROM parts WHERE pid IN (SELECT x FROM nokey)", 'table "public.nokey" has no primary key'),
     ("WITH RECURSIVE c AS (SELECT pid FROM parts) SELECT pid FROM c", "WITH RECURSIVE not supported"),
-    ("SELECT pid FROM parts WHERE price > (SELECT avg(t) FROM (SELECT pid, sum(price) AS t FROM parts GROUP BY pid) x)",
+    ("SELECT pid FROM parts WHERE price > (SELECT avg(t) FROM (SELECT p2.pid, sum(p2.price) AS t FROM parts p2 "
+     "WHERE p2.pid = parts.pid GROUP BY p2.pid) x)",
      "a subquery that aggregates in the FROM of a scalar subquery"),  # not "joined": no join there
     ("SELECT d.did FROM devices_parts d JOIN (SELECT pid, count(*) FROM parts GROUP BY pid) q ON q.pid = d.pid",
      "output expression COUNT(*) needs a name"),

@@ -38,6 +38,12 @@ VIEWS = {  # name: (query, output columns)
     "exists_value": ("SELECT c.id, EXISTS (SELECT 1 FROM orders o WHERE o.customer = c.id AND o.amount > 2) AS big, "
                      "NOT EXISTS (SELECT 1 FROM orders o WHERE o.customer = c.region_id) AS none FROM customers c",
                      ["id", "big", "none"]),
+    # nested aggregates inside nested aggregates, and in an IN subquery's WHERE (TPC-H Q18's and Q20's shapes)
+    "nested_twice": ("SELECT c.id FROM customers c WHERE c.region_id <= (SELECT count(*) FROM orders o WHERE o.customer = c.id "
+                     "AND o.amount >= (SELECT max(o2.amount) FROM orders o2 WHERE o2.customer = o.customer) - 1)", ["id"]),
+    "nested_in_semijoin": ("SELECT c.id, c.region FROM customers c WHERE c.id IN (SELECT o.customer FROM orders o WHERE "
+                           "o.amount * 7 > (SELECT sum(o2.amount) FROM orders o2 WHERE o2.customer = o.customer))",
+                           ["id", "region"]),
     "exists_from": ("SELECT c.id FROM customers c WHERE EXISTS (SELECT 1 FROM (SELECT customer, count(*) AS n FROM orders "
                     "GROUP BY customer) t WHERE t.customer = c.id AND t.n >= c.region_id)", ["id"]),
 }

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from .clauses import has_aggregation, in_semijoin, inline_columns
+from .clauses import has_aggregation, in_semijoin, inline_columns, reads_outside
 from .checks import refuse
 from ..errors import UnsupportedQuery
 
@@ -45,13 +45,6 @@ def fold_aggregate_subquery(tree: exp.Expression) -> exp.Expression:
     return _fold(tree)
 
 
-def _reads_outer(select: exp.Select) -> bool:
-    """Whether a subquery names a column qualified by a table alias it does not define itself."""
-    own = {t.alias_or_name for t in select.find_all(exp.Table)} | {
-        s.alias_or_name for s in select.find_all(exp.Subquery) if s.alias}
-    return any(c.table and c.table not in own for c in select.find_all(exp.Column))
-
-
 def _plain_from_subqueries(tree: exp.Select) -> list[exp.Subquery]:
     """The subqueries in a FROM or JOIN anywhere in tree that do not aggregate themselves."""
     return [sq for sq in tree.find_all(exp.Subquery) if isinstance(sq.parent, (exp.From, exp.Join))
@@ -70,7 +63,7 @@ def _fold(tree: exp.Select) -> exp.Expression:
         # FROM of a part is a part of it, one in the FROM of the query's own EXISTS / IN a part of the view)
         raise refuse("a subquery that aggregates in the FROM of a scalar subquery, or of an EXISTS / IN "
                      "subquery inside another subquery")
-    if any(in_semijoin(s.parent.parent, tree) and _reads_outer(s.this) for s in subs):
+    if any(in_semijoin(s.parent.parent, tree) and reads_outside(s.this) for s in subs):
         raise refuse("a subquery that aggregates in the FROM of an EXISTS / IN subquery and reads the outer "
                      "query's columns (a lateral reference)")
     subs = [s for s in subs if s.parent.parent is tree]

@@ -104,3 +104,11 @@ def reads_outer(inner: exp.Select, e: exp.Expression) -> bool:
     """Whether e, an expression of the subquery inner, reads a column of an outer query."""
     own = {s.alias_or_name for s in [from_item(inner)] + [j.this for j in inner.args.get("joins") or []]}
     return any(c.table and c.table not in own for c in e.find_all(exp.Column))
+
+
+def reads_outside(select: exp.Select) -> bool:
+    """Whether a subquery names a column qualified by a table alias it does not define itself (an
+    outer query's: a correlated or lateral reference)."""
+    own = {t.alias_or_name for t in select.find_all(exp.Table)} | {
+        s.alias_or_name for s in select.find_all(exp.Subquery) if s.alias}
+    return any(c.table and c.table not in own for c in select.find_all(exp.Column))

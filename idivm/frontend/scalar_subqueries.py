@@ -32,7 +32,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..algebra.ids import HIDDEN_PREFIX as HIDDEN
-from .clauses import correlation, from_item, has_from, reads_outer
+from .clauses import conjuncts, correlation, from_item, has_from, reads_outer, reads_outside
 
 _CLAUSES = ("group", "having", "distinct", "limit", "offset", "order", "qualify", "windows", "with", "with_",
             "laterals", "fetch")
@@ -46,11 +46,24 @@ def decorrelate_scalar_subqueries(tree: exp.Expression) -> exp.Expression:
 def decorrelate_nested_aggregates(tree: exp.Expression) -> exp.Expression:
     """Those of the outputs, WHERE and HAVING: the first-order strategies' frontend. A scalar subquery
     compared in WHERE or HAVING (a nested aggregate) is the same value per row or group; the
-    higher-order strategy keeps those as nested counts and sums instead (compiler.py chooses)."""
-    return _decorrelated(tree, where=True)
+    higher-order strategy keeps those as nested counts and sums instead (compiler.py chooses).
+    Also those in the WHERE of the query's EXISTS / IN subqueries, where only an inner join may
+    stand (semijoins.py): the subquery is left as it is if any would need a LEFT JOIN."""
+    tree = _decorrelated(tree, where=True)
+    if not isinstance(tree, exp.Select) or tree.args.get("where") is None:
+        return tree
+    for k, node in enumerate(list(tree.args["where"].find_all(exp.Exists, exp.In)), 1):
+        inner = node.this if isinstance(node, exp.Exists) else node.args.get("query")
+        inner = inner.this if isinstance(inner, exp.Subquery) else inner
+        if isinstance(inner, exp.Select) and node.parent_select is tree:
+            inner.replace(_decorrelated(inner, where=True, prefix=f"e{k}_", outer_join=False))
+    return tree
 
 
-def _decorrelated(tree: exp.Expression, where: bool) -> exp.Expression:
+def _decorrelated(tree: exp.Expression, where: bool, prefix: str = "s", outer_join: bool = True) -> exp.Expression:
+    """tree (a copy) with its scalar subqueries decorrelated into joins with parts named
+    __idivm_<prefix><k>, those inside each of them first; `outer_join`: whether one that needs a
+    LEFT JOIN may be (else it is left as it is)."""
     if not isinstance(tree, exp.Select) or not has_from(tree):
         return tree
     tree = tree.copy()
@@ -77,18 +90,42 @@ def _decorrelated(tree: exp.Expression, where: bool) -> exp.Expression:
             inside_aggregate = sq.find_ancestor(exp.AggFunc) is not None
             if per_group and not inside_aggregate and not tree.args.get("group"):
                 continue
-            decorrelated = _decorrelate(sq.this, f"{HIDDEN}s{found + 1}")
+            name = f"{prefix}{found + 1}"
+            # its own nested aggregates first: each a part of the part it becomes (a part in a part's FROM)
+            decorrelated = _decorrelate(_decorrelated(sq.this, where=True, prefix=f"{name}_"), f"{HIDDEN}{name}")
             if decorrelated is None:
                 continue
-            found += 1
             part, on, value, columns = decorrelated
+            inner = not per_group and tree.args.get("where") is not None and place is tree.args["where"].this \
+                and _dropped_without_match(sq, place, value)
+            if not inner and not outer_join:
+                continue
+            found += 1
             _cross_joins(tree)
-            tree.join(part, on=on, join_type="left", copy=False)
+            tree.join(part, on=on, join_type="inner" if inner else "left", copy=False)
             sq.replace(value)
             if per_group and not inside_aggregate:
                 group = tree.args["group"]
                 group.set("expressions", group.expressions + columns)
     return tree
+
+
+_STRICT = (exp.Paren, exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg)
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)
+
+
+def _dropped_without_match(sq: exp.Subquery, where: exp.Expression, value: exp.Expression) -> bool:
+    """Whether the WHERE drops every row the subquery finds no rows for: it stands, through arithmetic
+    only, in a comparison that is a conjunct of the WHERE, and its value over no rows is NULL (no
+    count, only arithmetic over its aggregates). Then an inner join with its grouping means the
+    same as the LEFT JOIN (at most one group matches a row: it is grouped by what the row is
+    compared with) and is cheaper to maintain, and it is what an EXISTS / IN subquery may hold."""
+    if any(not isinstance(n, _STRICT + (exp.Column, exp.Literal, exp.Identifier)) for n in value.walk()):
+        return False
+    at = sq.parent
+    while isinstance(at, _STRICT):
+        at = at.parent
+    return isinstance(at, _COMPARISONS) and any(c is at for c in conjuncts(where))
 
 
 def _exists_as_count(node: exp.Exists) -> None:
@@ -134,8 +171,9 @@ def _decorrelate(inner: exp.Select, name: str):
     if any(inner.args.get(k) for k in _CLAUSES) or not has_from(inner) or len(inner.expressions) != 1:
         return None
     sources = [from_item(inner)] + [j.this for j in inner.args.get("joins") or []]
-    if not all(isinstance(s, exp.Table) for s in sources):
-        return None
+    if not all(isinstance(s, exp.Table) or (isinstance(s, exp.Subquery) and s.alias and not reads_outside(s.this))
+               for s in sources):
+        return None  # (a subquery: a part its own nested aggregates became, or one it had; not a lateral one)
     split = correlation(inner)
     if split is None:
         return None
