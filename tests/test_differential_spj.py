@@ -642,6 +642,8 @@ def _scenario(module_db, family: str, data, spark: bool) -> None:
         rounds = rounds[:SPARK_ROUNDS]
         if not any(dice != 0 and ops for rnd in rounds for ops, dice in rnd):
             reject()  # Hypothesis's first draw, all of whose writes roll back: nothing for Spark to compute
+        if " AS s3" in view_sql:  # at most three scans: a four-way outer join's tuple program offloads about
+            reject()  # 90 steps (40 s a view alone; one CI run's three took 238 s); the family's own test keeps them
     schema = f"h{uuid.uuid4().hex[:10]}"
     engine = idivm.connect(module_db)
     engine.init()
