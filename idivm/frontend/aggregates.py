@@ -65,8 +65,10 @@ def build_aggregate(tree: exp.Select, core: Node, outputs: list[tuple[str, exp.E
         if isinstance(node, exp.AggFunc):
             node = node.copy()
             arg = node.this
-            if isinstance(arg, exp.Distinct):
-                node.set("this", exp.Distinct(expressions=[arg_col(x) for x in arg.expressions]))
+            if isinstance(arg, exp.Distinct):  # a row value (count(DISTINCT (a, b))): a cache column each
+                node.set("this", exp.Distinct(expressions=[
+                    exp.Tuple(expressions=[arg_col(y) for y in x.expressions]) if isinstance(x, exp.Tuple)
+                    else arg_col(x) for x in arg.expressions]))
             elif arg is not None and not isinstance(arg, exp.Star):
                 node.set("this", arg_col(arg))
             return node

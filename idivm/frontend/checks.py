@@ -58,9 +58,10 @@ def check_constructs(tree: exp.Expression) -> None:
                 isinstance(node, exp.AggFunc) and isinstance(node.this, exp.Order)):
             raise refuse(f"ordered aggregates, {node.sql('postgres')},")
         if isinstance(node, exp.Distinct) and isinstance(node.parent, exp.AggFunc) and (
-                len(node.expressions) > 1 or any(isinstance(e, exp.Tuple) for e in node.expressions)):
+                len(node.expressions) > 1 or any(isinstance(e, exp.Tuple) for e in node.expressions)
+                and not isinstance(node.parent, exp.Count)):
             raise refuse(f"an aggregate over DISTINCT row values, {node.parent.sql('postgres')},",
-                         "count distinct combinations with a subquery: SELECT count(*) FROM (SELECT DISTINCT a, b ...)")
+                         "count(DISTINCT (a, b)) is maintained; aggregate distinct rows of a subquery for the others")
         if isinstance(node, (exp.Any, exp.All)) and isinstance(node.this, (exp.Query, exp.Subquery)):
             raise refuse(f"a comparison with {node.key.upper()} of a subquery under NOT, in CASE, outside WHERE, or "
                          "over a subquery that groups, aggregates or limits",
