@@ -144,13 +144,15 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
                 u = draw(st.sampled_from(tables))
                 u_cols = [f"u.{c}" for c in u.all]
                 c = draw(st.sampled_from(u_cols))
-                conds = [f"{draw(st.sampled_from(u_cols))} = {draw(st.sampled_from(t_cols))}"
-                         for _ in range(draw(st.integers(0, 2)))]
+                keys = [draw(st.sampled_from(u_cols)) for _ in range(draw(st.integers(0, 2)))]
+                conds = [f"{k} = {draw(st.sampled_from(t_cols))}" for k in keys]
                 if draw(st.booleans()):
                     conds.append(draw(predicates(u_cols)))
                 agg = draw(st.sampled_from(["count(*)", f"count({c})", f"sum({c})", f"max({c})", f"avg({c})",
                                             f"count(*) + sum({c})", f"COALESCE(sum({c}), -1)"]))
-                sub = f"(SELECT {agg} FROM {u.name} AS u{' WHERE ' + ' AND '.join(conds) if conds else ''})"
+                # grouped by the inner sides of its equalities: at most one group a row, none is NULL
+                group = f" GROUP BY {', '.join(keys)}" if keys and draw(st.integers(0, 3)) == 0 else ""
+                sub = f"(SELECT {agg} FROM {u.name} AS u{' WHERE ' + ' AND '.join(conds) if conds else ''}{group})"
                 outs.append(draw(st.sampled_from([sub, f"{sub} * 2", f"{draw(st.sampled_from(t_cols))} + {sub}"]))
                             + f" AS x{i}")
             where = f" WHERE {draw(predicates(t_cols))}" if draw(st.booleans()) else ""

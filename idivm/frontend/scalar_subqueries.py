@@ -21,8 +21,12 @@ the value joins each row before the grouping), and outside the aggregates of a q
 An EXISTS used as a value (`SELECT r.a, EXISTS (SELECT 1 FROM s WHERE s.k = r.b) AS e`) is first
 `(SELECT count(*) FROM s WHERE s.k = r.b) > 0`, the same truth value (never NULL).
 
+A subquery grouped only by inner sides of its correlated equalities (`(SELECT count(*) FROM s WHERE
+s.k = r.k GROUP BY s.k)`) has at most one group for an outer row, and no row (so NULL, also for a
+count) where none matches: decorrelated the same way, its counts read without COALESCE.
+
 Left as they are, and so refused by checks.py: subqueries correlated otherwise than by equalities
-of an inner and an outer expression, with GROUP BY, DISTINCT, HAVING, LIMIT or a subquery in FROM,
+of an inner and an outer expression, with another GROUP BY, DISTINCT, HAVING, LIMIT or a subquery in FROM,
 with no aggregate (they may return several rows), whose aggregates read the outer row, and a
 subquery outside the aggregates of a query that aggregates without GROUP BY (one row even over no
 rows, which a join cannot give).
@@ -168,7 +172,8 @@ def _cross_joins(tree: exp.Select) -> None:
 def _decorrelate(inner: exp.Select, name: str):
     """(the grouped subquery aliased `name`, the join condition, the value, its columns) for a
     subquery of the shape the module docstring says; None for any other."""
-    if any(inner.args.get(k) for k in _CLAUSES) or not has_from(inner) or len(inner.expressions) != 1:
+    group = inner.args.get("group")
+    if any(inner.args.get(k) for k in _CLAUSES if k != "group") or not has_from(inner) or len(inner.expressions) != 1:
         return None
     sources = [from_item(inner)] + [j.this for j in inner.args.get("joins") or []]
     if not all(isinstance(s, exp.Table) or (isinstance(s, exp.Subquery) and s.alias and not reads_outside(s.this))
@@ -182,6 +187,8 @@ def _decorrelate(inner: exp.Select, name: str):
     def inner_only(e: exp.Expression) -> bool:
         return not e.find(exp.Subquery, exp.Exists) and not reads_outer(inner, e)
 
+    if group is not None and not all(any(g == k for k, _ in keys) for g in group.expressions):
+        return None  # several groups for one outer row: PostgreSQL fails on the second
     value = inner.expressions[0].unalias().copy()
     aggregates = list(value.find_all(exp.AggFunc))
     if not aggregates or not all(inner_only(a) for a in aggregates) or value.find(exp.Subquery, exp.Exists):
@@ -195,8 +202,8 @@ def _decorrelate(inner: exp.Select, name: str):
         outs.append(exp.alias_(a.copy(), f"{HIDDEN}v{j}", quoted=True))
         column = exp.Column(this=exp.to_identifier(f"{HIDDEN}v{j}", quoted=True), table=alias.copy())
         columns.append(column)
-        empty = exp.Coalesce(this=column.copy(), expressions=[exp.Literal.number(0)]) if isinstance(a, exp.Count) \
-            else column.copy()
+        empty = exp.Coalesce(this=column.copy(), expressions=[exp.Literal.number(0)]) \
+            if isinstance(a, exp.Count) and group is None else column.copy()  # grouped: no group is no row, NULL
         if a is value:
             value = empty
         else:
