@@ -68,6 +68,9 @@ STORAGE_SCHEMA = "idivm"
 # idivm's one-row table (created with the catalog; PostgreSQL has no DUAL): what a maintained view's
 # SELECT without FROM reads (frontend/one_row.py), captured like any table.
 ONE_TABLE = "one"
+# idivm's table of the integers SERIES_FIRST to SERIES_LAST (created with the catalog, never written):
+# what generate_series(a, b) in a maintained view's FROM reads (frontend/table_functions.py).
+SERIES_TABLE, SERIES_COLUMN, SERIES_FIRST, SERIES_LAST = "series", "n", -1000, 10000
 
 
 def storage_table(view_id: int) -> tuple[str, str]:

@@ -1,7 +1,7 @@
 """Constructs the frontend rewrites before anything else into ones idivm maintains, maintained under
 every strategy, deferred and immediate, and by auto, through random writes: subqueries without
 FROM that are one constant row (frontend/constant_subqueries.py) or read idivm's one-row table
-(frontend/one_row.py), comparisons with ANY / SOME /
+(frontend/one_row.py), generate_series in FROM (frontend/table_functions.py), comparisons with ANY / SOME /
 ALL of a subquery (frontend/quantified_comparisons.py) and aggregates with FILTER
 (frontend/aggregate_filters.py). What they cannot rewrite stays refused by name."""
 from __future__ import annotations
@@ -33,9 +33,14 @@ VIEWS = {  # written like the shapes of DBToaster's simple queries, over r(k, a,
     "constant_in_from": ("SELECT r.k, c.x FROM r, (SELECT 2 AS x, 'y' AS y) AS c WHERE r.a < c.x", ["k", "x"]),
     "no_from": ("SELECT 1 AS x, 'y' AS z WHERE EXISTS (SELECT 1 FROM s WHERE s.a = 2)", ["x", "z"]),
     "never": ("SELECT 1 AS x FROM (SELECT 1 AS a) AS c WHERE a = 2 UNION ALL SELECT k FROM r WHERE 1 = 2", ["x"]),
+    "series": ("SELECT r.k, g.x FROM r JOIN generate_series(0, 6, 2) AS g(x) ON g.x >= r.a, generate_series(-1, 1) AS h "
+               "WHERE h = r.b - 1", ["k", "x"]),  # frontend/table_functions.py
+    "series_grouped": ("SELECT g, count(r.k) AS n FROM generate_series(1, 4) AS g LEFT JOIN r ON r.a = g GROUP BY g",
+                       ["g", "n"]),
     "all_of_an_aggregate": ("SELECT k, a FROM r WHERE a < ALL (SELECT sum(s.a) / 2 FROM s WHERE s.k <= r.k)", ["k", "a"]),
 }
 NESTED = ("all_of_an_aggregate",)  # a nested aggregate once rewritten: higher-order (and auto) only
+FIRST_ORDER = ("series_grouped",)  # aggregates over an outer join: higher-order refuses them by name
 RUNS = [("id", "deferred"), ("tuple", "deferred"), ("higher-order", "deferred"), ("id", "immediate"),
         ("higher-order", "immediate"), ("auto", "deferred")]
 
@@ -47,7 +52,8 @@ def test_rewritten_constructs_are_maintained_by_every_strategy(engine, db):
     db.execute("INSERT INTO s SELECT g, g % 3 FROM generate_series(1, 6) g")
     names = {}
     for shape, (sql, _) in VIEWS.items():
-        for strategy, mode in [(s, m) for s, m in RUNS if shape not in NESTED or s in ("higher-order", "auto")]:
+        for strategy, mode in [(s, m) for s, m in RUNS if (shape not in NESTED or s in ("higher-order", "auto"))
+                               and (shape not in FIRST_ORDER or s != "higher-order")]:
             name = f"v_{shape}_{strategy.replace('-', '_')}_{mode}"
             engine.register_view(name, sql, strategy=strategy, mode=mode)
             names[name] = shape

@@ -28,6 +28,7 @@ from .scalar_subqueries import decorrelate_nested_aggregates, decorrelate_scalar
 from .schema import SchemaProvider
 from .schema_checks import check_deterministic
 from .setops import reduce_set_difference
+from .table_functions import read_series
 
 
 def parse_one(sql: str) -> exp.Expression:
@@ -62,6 +63,7 @@ def _normalize(tree: exp.Expression) -> exp.Expression:
 # optimizer RULES); each SELECT is then qualified against the schema provider, its subqueries in FROM
 # merged and its EXISTS / IN subqueries extracted (_compile_select).
 REWRITES = (
+    read_series,  # FROM generate_series(1, 5) AS g -> FROM (SELECT n AS g FROM idivm.series ...) AS g (table_functions.py)
     inline_constant_subqueries,  # EXISTS (SELECT 3) -> TRUE, a = (SELECT 3) -> a = (3) (constant_subqueries.py)
     read_one_row,  # SELECT 1 AS a WHERE c -> SELECT 1 AS a FROM idivm.one WHERE c (one_row.py)
     reduce_quantified_comparisons,  # x op ANY / ALL (SELECT ...) in WHERE -> [NOT] EXISTS (quantified_comparisons.py)

@@ -13,7 +13,7 @@ from sqlglot import exp
 
 from ..algebra.tables import TableInfo
 from ..errors import UnknownObject, UnsupportedQuery
-from ..names import ONE_TABLE, STORAGE_SCHEMA
+from ..names import ONE_TABLE, SERIES_TABLE, STORAGE_SCHEMA
 from ..sqltext import run
 from .reflect import reflect_table
 
@@ -58,6 +58,9 @@ class PostgresSchema:
                 if (schema, name) == (STORAGE_SCHEMA, ONE_TABLE):  # frontend/one_row.py
                     raise UnknownObject(f"a SELECT without FROM reads {STORAGE_SCHEMA}.{ONE_TABLE}, the one-row table "
                                         "`idivm init` creates: run it first") from None
+                if (schema, name) == (STORAGE_SCHEMA, SERIES_TABLE):  # frontend/table_functions.py
+                    raise UnknownObject(f"generate_series in FROM reads {STORAGE_SCHEMA}.{SERIES_TABLE}, the table of "
+                                        "integers `idivm init` creates: run it first") from None
                 raise
         return self._tables[key]
 

@@ -18,6 +18,7 @@ depends_on = None
 
 S = "idivm"
 ONE_TABLE, ONE_COLUMN = "one", "__idivm_one"  # names.ONE_TABLE and its column (migrations do not import the package)
+SERIES_TABLE, SERIES_COLUMN, SERIES_FIRST, SERIES_LAST = "series", "n", -1000, 10000  # names.SERIES_*
 
 
 class XID8(sa.types.UserDefinedType):
@@ -125,9 +126,17 @@ def upgrade() -> None:
         comment="one row: what a maintained view's SELECT without FROM reads (PostgreSQL has no DUAL)",
     )
     op.execute(sa.text(f"INSERT INTO {S}.{ONE_TABLE} VALUES (1)"))
+    op.create_table(
+        SERIES_TABLE,
+        sa.Column(SERIES_COLUMN, sa.Integer, primary_key=True),
+        schema=S,
+        comment=f"the integers {SERIES_FIRST} to {SERIES_LAST}: what generate_series(a, b) in a maintained view's "
+                "FROM reads",
+    )
+    op.execute(sa.text(f"INSERT INTO {S}.{SERIES_TABLE} SELECT generate_series({SERIES_FIRST}, {SERIES_LAST})"))
 
 
 def downgrade() -> None:
-    for table in (ONE_TABLE, "derivations", "diff_schemas", "view_inputs", "views", "captured_partitions",
+    for table in (SERIES_TABLE, ONE_TABLE, "derivations", "diff_schemas", "view_inputs", "views", "captured_partitions",
                   "captured_tables"):
         op.drop_table(table, schema=S)
