@@ -49,3 +49,16 @@ def test_what_reads_only_the_batch_or_what_the_transaction_wrote_is_not_offloade
     from_view = InsertRows(phase=2, purpose="from the view", target=R.view("public", "w"), columns=["k"],
                            source=select([col("v", "k")], [R.captured_delta(1, "public.a", alias="d"), R.view("public", "v", alias="v")]))
     assert offload(from_view) is None  # the view is written by this transaction: Spark cannot see it
+
+
+def test_a_matching_delete_whose_own_conditions_read_a_scratch_relation_stays_in_postgres():
+    """A condition that does not name the target goes into the offloaded query: what it reads must be
+    readable there too (a semijoin over a part reads the part's i-diff, a scratch relation the
+    maintenance wrote; CI's nested family drew one inside an EXISTS)."""
+    part_changed = exp.Exists(this=select([exp.Literal.number(1)], [R.scratch("idivm_delta_part_1", alias="p")],
+                                          [eq(col("p", "post__k"), col("b", "k"))]))
+    step = DeleteMatching(phase=0, purpose="test", target=R.view("public", "v", alias="v"),
+                          using=[R.captured_delta(1, "public.a", alias="d"), R.base("public", "b", alias="b")],
+                          condition=all_of([eq(col("b", "k"), col("v", "bk")), eq(col("d", "pre__k"), col("b", "k")),
+                                            part_changed]))
+    assert offload(step) is None
