@@ -52,7 +52,7 @@ def decorrelate_nested_aggregates(tree: exp.Expression) -> exp.Expression:
     compared in WHERE or HAVING (a nested aggregate) is the same value per row or group; the
     higher-order strategy keeps those as nested counts and sums instead (compiler.py chooses).
     Also those in the WHERE of the query's EXISTS / IN subqueries, where only an inner join may
-    stand (semijoins.py): the subquery is left as it is if any would need a LEFT JOIN."""
+    stand (semijoins.py): one there that would need a LEFT JOIN is left as it is (and refused)."""
     tree = _decorrelated(tree, where=True)
     if not isinstance(tree, exp.Select) or tree.args.get("where") is None:
         return tree
