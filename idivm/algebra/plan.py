@@ -260,8 +260,9 @@ def base_tables(node) -> list[TableInfo]:
         return base_tables(node.cache) + [q.table for q in node.having_subqueries]
     out = [t for s in scans(node) for t in (base_tables(s.plan) if isinstance(s, PartScan) else [s.table])]
     scanned = {s.part for s in scans(node) if isinstance(s, PartScan)}
-    out += [t for p in part_scans(node) if p.part not in scanned for t in base_tables(p.plan)]  # read in a subquery
-    parts = {p.table for p in part_scans(node)}
+    read = part_scans(node)
+    out += [t for p in read if p.part not in scanned for t in base_tables(p.plan)]  # read in a subquery only
+    parts = {p.table for p in read}
     for n in walk(node):
         if isinstance(n, Project):  # a subquery over a part (an outer join's NOT EXISTS, EXISTS / IN over a
             out += [t for q in n.subqueries for _, t in q.tables() if t not in parts]  # grouping) reads its table

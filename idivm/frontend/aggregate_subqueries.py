@@ -31,7 +31,6 @@ def _in_from(select: exp.Expression) -> bool:
     return isinstance(holder, exp.Subquery) and isinstance(holder.parent, (exp.From, exp.Join))
 
 
-
 def fold_aggregate_subquery(tree: exp.Expression) -> exp.Expression:
     """The fold, in every subquery in FROM first (innermost first), then in the query itself: a
     subquery that filters and projects an aggregating one is one aggregating subquery, which the

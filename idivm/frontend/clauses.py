@@ -70,8 +70,7 @@ def correlation(inner: exp.Select) -> tuple[list[exp.Expression], list[tuple[exp
     outer side), copies; None where a conjunct reads the outer query otherwise (an inequality, an
     expression over both sides), or a join's ON reads it. An unqualified column is the inner
     query's, as PostgreSQL resolves it when the inner tables have it (else qualifying it fails later)."""
-    sources = [from_item(inner)] + [j.this for j in inner.args.get("joins") or []]
-    own = {s.alias_or_name for s in sources}
+    own = _own_aliases(inner)
 
     def reads(e: exp.Expression) -> tuple[bool, bool]:
         """(reads an inner column, reads an outer one)."""
@@ -102,8 +101,19 @@ def correlation(inner: exp.Select) -> tuple[list[exp.Expression], list[tuple[exp
 
 def reads_outer(inner: exp.Select, e: exp.Expression) -> bool:
     """Whether e, an expression of the subquery inner, reads a column of an outer query."""
-    own = {s.alias_or_name for s in [from_item(inner)] + [j.this for j in inner.args.get("joins") or []]}
+    own = _own_aliases(inner)
     return any(c.table and c.table not in own for c in e.find_all(exp.Column))
+
+
+def _own_aliases(inner: exp.Select) -> set[str]:
+    """The aliases a SELECT's FROM and JOINs define (what its own columns are qualified by)."""
+    return {s.alias_or_name for s in [from_item(inner)] + [j.this for j in inner.args.get("joins") or []]}
+
+
+def semijoin_query(node: exp.Exists | exp.In) -> exp.Expression | None:
+    """The query of an EXISTS, or of an IN (subquery); None for an IN over a list."""
+    query = node.this if isinstance(node, exp.Exists) else node.args.get("query")
+    return query.this if isinstance(query, exp.Subquery) else query
 
 
 def reads_outside(select: exp.Select) -> bool:

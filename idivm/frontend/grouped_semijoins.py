@@ -30,7 +30,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..algebra.ids import HIDDEN_PREFIX as HIDDEN
-from .clauses import correlation, from_item, has_aggregation, has_from, inline_columns, reads_outer
+from .clauses import correlation, from_item, has_aggregation, has_from, inline_columns, reads_outer, semijoin_query
 
 _LEFT = ("limit", "offset", "order", "qualify", "windows", "with", "with_", "laterals", "fetch")
 
@@ -45,8 +45,7 @@ def decorrelate_grouped_semijoins(tree: exp.Expression) -> exp.Expression:
         if where is None:
             continue
         for node in list(where.find_all(exp.Exists, exp.In)):
-            inner = node.this if isinstance(node, exp.Exists) else node.args.get("query")
-            inner = inner.this if isinstance(inner, exp.Subquery) else inner
+            inner = semijoin_query(node)
             if not isinstance(inner, exp.Select) or node.parent_select is not select or not has_from(inner):
                 continue
             if isinstance(node, exp.Exists) and _over_one_aggregate_row(inner):

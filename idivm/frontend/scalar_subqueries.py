@@ -36,7 +36,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from ..algebra.ids import HIDDEN_PREFIX as HIDDEN
-from .clauses import conjuncts, correlation, from_item, has_from, reads_outer, reads_outside
+from .clauses import conjuncts, correlation, from_item, has_from, reads_outer, reads_outside, semijoin_query
 
 _CLAUSES = ("group", "having", "distinct", "limit", "offset", "order", "qualify", "windows", "with", "with_",
             "laterals", "fetch")
@@ -57,8 +57,7 @@ def decorrelate_nested_aggregates(tree: exp.Expression) -> exp.Expression:
     if not isinstance(tree, exp.Select) or tree.args.get("where") is None:
         return tree
     for k, node in enumerate(list(tree.args["where"].find_all(exp.Exists, exp.In)), 1):
-        inner = node.this if isinstance(node, exp.Exists) else node.args.get("query")
-        inner = inner.this if isinstance(inner, exp.Subquery) else inner
+        inner = semijoin_query(node)
         if isinstance(inner, exp.Select) and node.parent_select is tree:
             inner.replace(_decorrelated(inner, where=True, prefix=f"e{k}_", outer_join=False))
     return tree

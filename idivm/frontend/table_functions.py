@@ -28,8 +28,7 @@ ALIAS = "__idivm_series_{}"
 def read_series(tree: exp.Expression) -> exp.Expression:
     """Every generate_series over integer constants in a FROM or JOIN of tree, as a subquery over
     idivm's table of integers (a copy; tree unchanged)."""
-    calls = [t for t in tree.find_all(exp.Table) if isinstance(t.this, exp.ExplodingGenerateSeries)]
-    if not calls:
+    if not any(isinstance(t.this, exp.ExplodingGenerateSeries) for t in tree.find_all(exp.Table)):
         return tree
     tree = tree.copy()
     calls = [t for t in tree.find_all(exp.Table) if isinstance(t.this, exp.ExplodingGenerateSeries)]

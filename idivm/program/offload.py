@@ -97,9 +97,9 @@ def _names(e: exp.Expression, table: str) -> bool:
 def _from_matching(step: DeleteMatching | UpdateMatching) -> Offload | None:
     target = step.target.alias_or_name
     parts = conjuncts(step.condition)
-    local = [c for c in parts if not _names(c, target)]  # computed with the USING list, so read there too:
+    local = [c for c in parts if not _names(c, target)]  # they go into the offloaded query with the USING list:
     if any(rel.kind not in (R.DELTA, R.BASE, R.VIEW) for c in local for rel in relations(c)):
-        return None  # not a scratch relation (a part's i-diff, read by a semijoin over the part)
+        return None  # one reading a scratch relation cannot (a semijoin over a part reads the part's i-diff)
     rels = [rel for item in step.using for rel in relations(item)]
     if not _computable(rels) or not any(rel.kind == R.BASE for rel in rels):
         return None

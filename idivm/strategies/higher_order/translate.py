@@ -44,7 +44,7 @@ from sqlglot import exp
 
 from ...algebra.columns_read import columns_read
 from ...algebra.placeholders import CacheColumn, SubqueryValue
-from ...algebra.plan import Aggregate, Join, PartScan, Project, Scan, Select, Union, part_scans
+from ...algebra.plan import Aggregate, Join, Project, Scan, Select, Union, part_scans
 from ...calculus.expr import Assign, Expr, Sum, Var, add, mul
 from ...errors import UnsupportedQuery
 from .nesting import Nesting, NestingBuilder, subquery_nodes
@@ -114,8 +114,6 @@ def _body(node, scope: Scope, nesting: NestingBuilder) -> Expr:
                 out.append(scope.condition(c))
         return out
 
-    if isinstance(node, PartScan):
-        raise refuse("a subquery that aggregates, joined with other tables or aggregated again")
     if isinstance(node, Scan):
         return scope.atom(node.alias, node.table)
     if isinstance(node, Join):
