@@ -23,7 +23,8 @@ An EXISTS used as a value (`SELECT r.a, EXISTS (SELECT 1 FROM s WHERE s.k = r.b)
 
 A subquery grouped only by inner sides of its correlated equalities (`(SELECT count(*) FROM s WHERE
 s.k = r.k GROUP BY s.k)`) has at most one group for an outer row, and no row (so NULL, also for a
-count) where none matches: decorrelated the same way, its counts read without COALESCE.
+count) where none matches: decorrelated the same way, its counts read without COALESCE and its value
+NULL where no group joined (a matched group's key is never NULL: it equals the outer row's).
 
 Left as they are, and so refused by checks.py: subqueries correlated otherwise than by equalities
 of an inner and an outer expression, with another GROUP BY, DISTINCT, HAVING, LIMIT or a subquery in FROM,
@@ -210,6 +211,9 @@ def _decorrelate(inner: exp.Select, name: str):
     if any(not reads_outer(inner, c) for c in value.find_all(exp.Column)):
         # an inner column outside the aggregates: PostgreSQL rejects it
         return None
+    if group is not None:  # no group, no row: the value is NULL, not the expression over NULL aggregates
+        matched = exp.Column(this=exp.to_identifier(f"{HIDDEN}k1", quoted=True), table=alias.copy())
+        value = exp.Case(ifs=[exp.If(this=exp.Not(this=exp.Is(this=matched, expression=exp.null())), true=value)])
     part = exp.select(*outs).from_(sources[0].copy())
     for j in inner.args.get("joins") or []:
         part.append("joins", j.copy())
