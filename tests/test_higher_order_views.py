@@ -125,6 +125,7 @@ NULLABLE = {  # columns that may be NULL: group keys, join columns, aggregate ar
     "min_max_distinct": ("SELECT g, min(x) AS lo, max(x + 1) AS hi, count(DISTINCT x) AS d FROM n1 GROUP BY g "
                          "HAVING min(x) IS NOT NULL", ["g", "lo", "hi", "d"]),
     "global_min_max": ("SELECT min(x) AS lo, max(x) AS hi, count(DISTINCT g) AS d FROM n1", ["lo", "hi", "d"]),
+    "distinct_rows": ("SELECT g, count(DISTINCT (x, g + 1)) AS d FROM n1 GROUP BY g", ["g", "d"]),  # NULL fields count
 }
 
 

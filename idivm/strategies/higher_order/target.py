@@ -100,7 +100,7 @@ class HigherOrderTarget:
         """Under nesting, each view-level map's contributions C and its V (nesting.py)."""
         t, top, out = self.translation, self.compiled.top, {}
         for name in self.view_level_names():
-            extra = (t.value_vars[name],) if name in t.value_vars and t.value_vars[name] not in t.group else ()
+            extra = tuple(v for v in t.value_vars.get(name, ()) if v not in t.group)
             keys = self.compiled.map(top[name]).keys
             out[name] = Contribution(name, keys, t.group + extra, self.map_table(top[name]),
                                      self.map_table(f"c_{name}"), self.map_table(f"v_{name}"),

@@ -56,11 +56,12 @@ class Slot:
     """A value the view table reads from the maps: "count" (maps[0], 0 where absent), "sum"
     (maps[0], NULL where the COUNT map maps[1] is 0), "avg" (maps[0] / maps[1]); or over a values
     map (keyed by the group and the aggregated value `var`, counting the rows with that value):
-    "min", "max" (its least / greatest key) and "count_distinct" (how many keys it has)."""
+    "min", "max" (its least / greatest key) and "count_distinct" (how many keys it has; the map is
+    keyed by several variables for COUNT(DISTINCT (a, b)))."""
 
     kind: str
     maps: tuple[str, ...]
-    var: str | None = None
+    vars: tuple[str, ...] = ()
     type: str | None = None  # "sum": the type PostgreSQL gives the SUM (its map's values are numeric)
 
     @property
@@ -85,9 +86,9 @@ class Translation:
     grouped: bool = False  # one row per group; else a multiset of rows
     types: dict[str, str] = field(default_factory=dict)  # each variable's SQL type
     nullable: frozenset[str] = frozenset()  # group variables that may hold NULL
-    lifted: frozenset[str] = frozenset()  # variables bound to GROUP BY expressions (they may be NULL)
+    lifted: frozenset[str] = frozenset()  # variables bound to expressions that may be NULL (GROUP BY's, a row value's)
     map_keys: tuple[str, ...] = ()  # keys of the view's maps: group, then the outer variables of nesting
-    value_vars: dict[str, str] = field(default_factory=dict)  # values map -> the variable it adds to the group
+    value_vars: dict[str, tuple[str, ...]] = field(default_factory=dict)  # values map -> the variables it adds
     nesting: Nesting | None = None  # EXISTS / IN subqueries: the view is re-evaluated from its maps
     having_nested: list = field(default_factory=list)  # nesting.Nested of HAVING's scalar subqueries
 
@@ -273,22 +274,33 @@ def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
 
     def values_slot(node: exp.Expression) -> Slot:
         """MIN, MAX, COUNT(DISTINCT): a map of how many rows have each non-NULL value per group
-        (re-read at the top: the least key, the greatest, the number of keys)."""
-        arg = node.this.expressions if isinstance(node.this, exp.Distinct) else [node.this]
-        if len(arg) != 1:
+        (re-read at the top: the least key, the greatest, the number of keys). COUNT(DISTINCT (a, b))
+        keys the map by both values, NULLs included: PostgreSQL counts a row value whose fields are
+        all NULL (the row itself is not NULL)."""
+        args = node.this.expressions if isinstance(node.this, exp.Distinct) else [node.this]
+        if len(args) != 1:
             raise refuse(f"the aggregate {shown(node)}")
-        e = arg_of(arg[0])
-        term = scope.term(e)
-        factors = [body]
-        if isinstance(term, Var):
-            var = term.name
-        else:  # an expression: a variable bound to its value
-            var = f"#v{len(out.maps)}"
-            factors.append(Assign(var, scope.extern("value", e)))
-        cond = scope.not_null(e)
-        query = Sum(tuple(dict.fromkeys(keys + (var,))), mul(*factors, *([cond] if cond is not None else [])))
-        # the same map only for the same value variable: under nesting a values map is summed over the
-        # outer variables except its value variable, so two values maps never share with each other
+        arg = args[0]
+        row = arg.expressions if isinstance(arg, exp.Tuple) else None
+        if row is not None and not isinstance(node, exp.Count):
+            raise refuse(f"the aggregate {shown(node)}")
+        factors, value_vars = [body], []
+        for e in (arg_of(a) for a in (row or [arg])):
+            term = scope.term(e)
+            if isinstance(term, Var):
+                value_vars.append(term.name)
+            else:  # an expression: a variable bound to its value
+                value_vars.append(f"#v{len(out.maps)}_{len(value_vars)}")
+                factors.append(Assign(value_vars[-1], scope.extern("value", e)))
+                if row is not None:
+                    out.lifted |= {value_vars[-1]}
+            cond = scope.not_null(e) if row is None else None
+            if cond is not None:
+                factors.append(cond)
+        var = tuple(dict.fromkeys(value_vars))
+        query = Sum(tuple(dict.fromkeys(keys + var)), mul(*factors))
+        # the same map only for the same value variables: under nesting a values map is summed over the
+        # outer variables except its value variables, so two values maps never share with each other
         # or with the COUNT map (the compiler still stores equal definitions once)
         name = next((k for k, q in out.maps.items() if q == query and out.value_vars.get(k) == var),
                     f"values_{len(out.maps)}")

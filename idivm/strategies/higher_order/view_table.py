@@ -125,9 +125,8 @@ class ViewFromMaps:
 
     def _over_values(self, s) -> exp.Expression:
         """MIN / MAX / COUNT(DISTINCT) of the group (row c) from its values map."""
-        v = col("w", s.var)
         agg = {"min": exp.Min, "max": exp.Max}.get(s.kind)
-        value = agg(this=v) if agg else exp.Count(this=v)
+        value = agg(this=col("w", s.vars[0])) if agg else exp.Count(this=exp.Star())  # a key a row
         return exp.Subquery(this=select([value], [self._map(s.maps[0], "w")],
                                         [self._keys_equal("w", "c")] if self.t.group else None))
 
