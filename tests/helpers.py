@@ -19,12 +19,20 @@ def query_rows(conn, sql: str, columns: list[str]) -> Counter:
 
 def assert_equal_multiset(conn, view: str, sql: str, columns: list[str]) -> int:
     """Assert and return the view's size; on failure show the differing rows."""
+    return assert_views_equal(conn, [view], sql, columns)
+
+
+def assert_views_equal(conn, views: list[str], sql: str, columns: list[str]) -> int:
+    """Each of `views` equals the query, all read in one snapshot where the query runs once; return
+    the query's size. On failure show the differing rows of the first view that differs."""
     with conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        got, want = view_rows(conn, view, columns), query_rows(conn, sql, columns)
-    missing, extra = want - got, got - want
-    assert not missing and not extra, f"view {view} differs: missing {dict(missing)}, extra {dict(extra)}"
-    return sum(got.values())
+        want = query_rows(conn, sql, columns)
+        got = {view: view_rows(conn, view, columns) for view in views}
+    for view, rows in got.items():
+        missing, extra = want - rows, rows - want
+        assert not missing and not extra, f"view {view} differs: missing {dict(missing)}, extra {dict(extra)}"
+    return sum(want.values())
 
 
 ABC_TABLES = ("CREATE TABLE a (k int PRIMARY KEY, x int); CREATE TABLE b (k int PRIMARY KEY, y int); "

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 import idivm
-from helpers import assert_equal_multiset, spark_missing
+from helpers import assert_views_equal, spark_missing
 
 EXAMPLES = int(os.environ.get("IDIVM_TEST_EXAMPLES", "30"))  # random views per construct family
 FAMILIES = ("spj", "group", "sumcount", "distinct", "union", "subquery", "setop", "fromagg", "nested", "outer")
@@ -697,8 +697,7 @@ def _scenario(module_db, family: str, data, spark: bool) -> None:
                     names.pop(0)
             elif not spark:
                 _register_every_strategy(engine, conn, qualified_sql, names, rounds, tables, family)
-            for name in names:
-                assert_equal_multiset(conn, name, qualified_sql, cols)
+            assert_views_equal(conn, names, qualified_sql, cols)
             specialized = conn.execute(  # views whose program has a step of the sum rule
                 "SELECT count(*) FROM idivm.views WHERE schema_name = %s AND CAST(program AS text) LIKE %s",
                 (schema, "%Tables 9, 11, 12%")).fetchone()[0]
@@ -730,9 +729,8 @@ def _scenario(module_db, family: str, data, spark: bool) -> None:
                         outcome, message = conn.execute("SELECT outcome, message FROM idivm.maintain(%s)",
                                                         (name,)).fetchone()
                     assert outcome == "maintained", message
-                for name in names:
-                    size = assert_equal_multiset(conn, name, qualified_sql, cols)
-                    STATS["max_view_rows"] = max(STATS.get("max_view_rows", 0), size)
+                size = assert_views_equal(conn, names, qualified_sql, cols)
+                STATS["max_view_rows"] = max(STATS.get("max_view_rows", 0), size)
         finally:
             for name in names:
                 try:
