@@ -490,6 +490,7 @@ BENCHMARKS = {  # `idivm bench NAME` runs idivm.bench.NAME.main with the argumen
     "capture": "Write-path cost per statement kind: no view, deferred view, immediate view",
     "social": "Figures 9-10: eight social-analytics views, ID- vs tuple-based",
     "load": "Writers for 60 s under the scheduler: lag percentiles",
+    "oltp": "A TPC-C write mix with nine analytical views: throughput kept and freshness, against pg_ivm",
     "higher-order": "The higher-order strategy vs id vs recomputation on Q3, Q4 and V'",
     "spark": "The Spark engine vs the PostgreSQL engine maintaining V",
     "peers": "idivm vs pg_ivm, REFRESH MATERIALIZED VIEW and a hand-written floor, per batch of changes",

@@ -219,3 +219,18 @@ def test_dbtoaster_coverage_runs_on_a_corpus_in_its_dialect(server_dsn, tmp_path
     assert outcomes == {(f, q, s): "not translated" if f == "mini/unknown.sql" else "maintained"
                         for f, q in [(c.file, c.index) for c in cases] for s in ("auto", "id")}
     assert (tmp_path / "dbtoaster.png").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_oltp_benchmark_runs_and_verifies(server_dsn, tmp_path):
+    from idivm.bench.oltp import VIEWS, main
+
+    out = tmp_path / "oltp.json"
+    assert main(["--dsn", server_dsn, "--seconds", "2", "--customers", "20", "--items", "300",
+                 "--modes", "no views,deferred,immediate", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert [r["mode"] for r in data["results"]] == ["no views", "deferred", "immediate"]
+    for r in data["results"][1:]:  # every view exact after the writers, deferred and immediate
+        assert r["views_equal_recomputation"] == {name: True for name in VIEWS}
+    assert data["results"][1]["unseen_orders"] == 0 and data["results"][0]["transactions"]["new_order"] > 0
+    assert (tmp_path / "oltp.png").stat().st_size > 0
