@@ -76,7 +76,7 @@ def test_register_view_says_what_auto_chose(fresh_db, db):
     r = cli(fresh_db, "register-view", "plain", "--strategy", "auto", "--sql", "SELECT pid, price FROM parts")
     assert r.returncode == 0 and "registered plain (strategy auto: id, deferred)" in r.stdout, r.stderr
     r = cli(fresh_db, "explain", "pricey")
-    assert "strategy auto: higher-order, because nested aggregates" in r.stdout
+    assert "strategy auto: higher-order, because an uncorrelated nested aggregate" in r.stdout
 
 
 def test_version_and_list_as_json(fresh_db, db):

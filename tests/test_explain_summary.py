@@ -64,7 +64,10 @@ def test_explain_sql_is_a_dry_run_that_leaves_nothing(fresh_db, db):
     assert "strategy auto: id, because" in text and "Δ-program:" in text and "Δ-script (PostgreSQL):" in text
     nested = engine.explain(sql="SELECT pid FROM parts p WHERE price > (SELECT avg(price) FROM parts q WHERE q.sid = p.sid)",
                             strategy="auto")
-    assert "strategy auto: higher-order" in nested and "maps" in nested
+    assert "strategy auto: id, because nested aggregates correlated by equalities" in nested and "PART" in nested
+    uncorrelated = engine.explain(sql="SELECT pid FROM parts p WHERE price > (SELECT avg(price) FROM parts q)",
+                                  strategy="auto")
+    assert "strategy auto: higher-order" in uncorrelated and "maps" in uncorrelated
     refused = subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", fresh_db, "explain", "--sql",
                               "SELECT pid, random() AS r FROM parts"], capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and refused.stderr.startswith("error: function random() is volatile")

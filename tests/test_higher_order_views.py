@@ -252,18 +252,20 @@ def test_strategy_auto_chooses_per_view_and_says_why(engine, db):
     engine.register_view("with_exists", NESTED["exists_eq"][0], strategy="auto")
     engine.register_view("nested", SCALAR["having_correlated"][0], strategy="auto")
     engine.register_view("plain", NULLABLE["grouped_nullable"][0], strategy="auto")
-    engine.register_view("with_max", "SELECT k FROM n1 WHERE x > (SELECT max(y) FROM n2 WHERE n2.x = n1.x)",
-                         strategy="auto")  # a nested MAX, which the higher-order strategy does not keep
+    engine.register_view("uncorrelated", SCALAR["above_average"][0], strategy="auto")
+    engine.register_view("with_max", "SELECT k FROM n1 WHERE x > (SELECT max(y) FROM n2)",
+                         strategy="auto")  # an uncorrelated nested MAX, which the higher-order strategy does not keep
     chosen = {r["view"]: r["strategy"] for r in engine.list()}
-    assert chosen == {"public.with_exists": "id", "public.nested": "higher-order", "public.plain": "id",
-                      "public.with_max": "id"}
+    assert chosen == {"public.with_exists": "id", "public.nested": "id", "public.plain": "id",
+                      "public.uncorrelated": "higher-order", "public.with_max": "id"}
     assert "strategy auto: id, because no nested aggregate" in engine.explain("with_exists")
-    assert "strategy auto: higher-order, because nested aggregates" in engine.explain("nested")
+    assert "strategy auto: id, because nested aggregates correlated by equalities" in engine.explain("nested")
+    assert "strategy auto: higher-order, because an uncorrelated nested aggregate" in engine.explain("uncorrelated")
     assert "strategy auto: id, because no nested aggregate" in engine.explain("plain")
     assert "strategy auto: id, because the higher-order strategy refuses it" in engine.explain("with_max")
     _nullable_writes(db, random.Random(9))
     for name, sql, cols in (("with_exists", *NESTED["exists_eq"]), ("nested", *SCALAR["having_correlated"]),
-                            ("plain", *NULLABLE["grouped_nullable"])):
+                            ("plain", *NULLABLE["grouped_nullable"]), ("uncorrelated", *SCALAR["above_average"])):
         engine.maintain(name)
         assert_equal_multiset(db, name, sql, cols)
 
@@ -332,7 +334,7 @@ def test_scalar_subqueries(engine, db, mode):
 def test_nested_aggregates_under_each_strategy(engine, db):
     """id and tuple maintain a nested aggregate correlated by equalities or not at all, decorrelated
     into a part of the view, and refuse one correlated by an inequality, which only higher-order
-    maintains; auto prefers higher-order for both."""
+    maintains; auto takes id for the first kind and higher-order for the uncorrelated one (strategies/choose.py)."""
     _two_tables(db)
     for strategy in ("id", "tuple"):
         with pytest.raises(idivm.IdivmError, match="maintained only by --strategy higher-order"):

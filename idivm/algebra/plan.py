@@ -313,9 +313,15 @@ def bind_parts(plan, view_id: int, own_table) -> None:
 
 def has_nested_aggregates(plan) -> bool:
     """Whether a plan keeps a scalar subquery compared in WHERE or HAVING (a nested aggregate)."""
-    return any(sq.scalar is not None for p in walk(plan.cache if isinstance(plan, Aggregate) else plan)
-               if isinstance(p, Project) for sq in p.subqueries) or (
-        isinstance(plan, Aggregate) and bool(plan.having_subqueries))
+    return bool(nested_aggregates(plan))
+
+
+def nested_aggregates(plan) -> list[SubqueryPredicate]:
+    """The scalar subqueries compared in WHERE or HAVING that a plan keeps (the higher-order
+    strategy's plans: the first-order ones read them decorrelated into parts)."""
+    where = [sq for p in walk(plan.cache if isinstance(plan, Aggregate) else plan)
+             if isinstance(p, Project) for sq in p.subqueries if sq.scalar is not None]
+    return where + (list(plan.having_subqueries) if isinstance(plan, Aggregate) else [])
 
 
 def has_subquery(e: exp.Expression) -> bool:

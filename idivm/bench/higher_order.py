@@ -1,4 +1,4 @@
-"""The higher-order strategy against the ID-based one and recomputation, on three fixed query shapes.
+"""The higher-order strategy against the ID-based one and recomputation, on fixed query shapes.
 
 A TPC-H-like schema (customer, orders, lineitem; --scale 1 = 10k customers, 100k orders, 400k
 lines) and the paper's devices / parts / devices_parts (100k parts at scale 1). Three views:
@@ -7,7 +7,13 @@ lines) and the paper's devices / parts / devices_parts (100k parts at scale 1). 
 - Q4: orders counted per priority WHERE EXISTS a late line (TPC-H Q4's correlated EXISTS);
 - V': the paper's Figure 5b, SUM(price) per phone device over devices ⋈ devices_parts ⋈ parts;
 - late: the lines that alone made their order late, per customer segment (TPC-H Q21's shape: a
-  three-way join and a NOT EXISTS correlated by an equality and an inequality).
+  three-way join and a NOT EXISTS correlated by an equality and an inequality);
+- small: lines priced under 60% of their order's average line, per order priority (TPC-H Q17's
+  shape: a nested aggregate correlated by an equality, groups of four lines);
+- recent: orders dated well after their customer's average order, per segment (TPC-H Q22's kind
+  of comparison with an average: correlated by an equality, groups of about ten orders);
+- late_orders: orders dated well after the average of all orders, per priority (an uncorrelated
+  nested aggregate: one value for every row).
 
 For each batch size (--batches, default 100 and 10,000 changes: line prices and dates, order
 dates, part prices), each round applies one batch to the base tables, then maintains every view
@@ -36,6 +42,13 @@ VIEWS = {
     "late": "SELECT c.segment, count(*) AS late_lines FROM customer c JOIN orders o ON o.ck = c.ck "
             "JOIN lineitem l ON l.ok = o.ok WHERE l.receiptdate > l.commitdate AND NOT EXISTS (SELECT 1 FROM lineitem l2 "
             "WHERE l2.ok = l.ok AND l2.ln <> l.ln AND l2.receiptdate > l2.commitdate) GROUP BY c.segment",
+    "small": "SELECT o.priority, count(*) AS small_lines, sum(l.price) AS value FROM orders o JOIN lineitem l "
+             "ON l.ok = o.ok WHERE l.price < (SELECT 0.6 * avg(l2.price) FROM lineitem l2 WHERE l2.ok = l.ok) "
+             "GROUP BY o.priority",
+    "recent": "SELECT c.segment, count(*) AS recent_orders FROM customer c JOIN orders o ON o.ck = c.ck "
+              "WHERE o.odate > (SELECT avg(o2.odate) + 200 FROM orders o2 WHERE o2.ck = c.ck) GROUP BY c.segment",
+    "late_orders": "SELECT o.priority, count(*) AS n FROM orders o WHERE o.odate > (SELECT avg(o2.odate) + 300 "
+                   "FROM orders o2) GROUP BY o.priority",
 }
 METHODS = ("higher-order", "id", "recompute")
 
