@@ -6,10 +6,14 @@ import contextlib
 import json
 import os
 import platform
+import signal
 import statistics
+import subprocess
 import sys
+import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -80,6 +84,66 @@ def pg_ivm_version(db: psycopg.Connection) -> str | None:
               "how to install it", file=sys.stderr)
         return None
     return db.execute("SELECT extversion FROM pg_extension WHERE extname = 'pg_ivm'").fetchone()[0]
+
+
+class Scheduler:
+    """`idivm schedule --every S` as a child process beside a benchmark's writers, its JSON event
+    lines collected in `events` (the benchmarks that measure views kept by the scheduler)."""
+
+    def __init__(self, dsn: str, every: float):
+        self.process = subprocess.Popen([sys.executable, "-m", "idivm.cli", "--dsn", dsn, "schedule", "--every",
+                                         str(every)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.events: list[dict] = []
+        self._reader = threading.Thread(target=lambda: self.events.extend(json.loads(line) for line in self.process.stdout),
+                                        daemon=True)
+        self._reader.start()
+
+    def stop(self, timeout: float) -> int | None:
+        """SIGTERM, as a service manager stops it; its exit code, or None if it had to be killed after
+        `timeout` seconds."""
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            code = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            code = None
+        self._reader.join(timeout=5)
+        return code
+
+
+class Writers:
+    """Writer threads for a fixed time, and a monitor beside them that goes on until it has seen
+    their last writes (a writer may commit its last one after `stop` is set)."""
+
+    def __init__(self):
+        self.stop, self.written = threading.Event(), threading.Event()
+        self._stopped_at = 0.0
+
+    def run(self, writers: list[Callable[[], None]], seconds: float, monitor: Callable[[], None] | None = None) -> float:
+        """Each writer (a loop that returns once `stop` is set) in a thread of its own for `seconds`;
+        the writers' elapsed seconds, returned once the monitor has returned too."""
+        threads = [threading.Thread(target=w) for w in writers]
+        watcher = threading.Thread(target=monitor) if monitor is not None else None
+        started = time.monotonic()
+        for t in threads:
+            t.start()
+        if watcher is not None:
+            watcher.start()
+        time.sleep(seconds)
+        self.stop.set()
+        self._stopped_at = time.monotonic()
+        for t in threads:
+            t.join()
+        elapsed = time.monotonic() - started
+        self.written.set()
+        if watcher is not None:
+            watcher.join()
+        return elapsed
+
+    def gave_up(self, limit: float) -> bool:
+        """For the monitor: the writers stopped more than `limit` seconds ago (what it has not seen
+        by then is reported as never seen)."""
+        return self.stop.is_set() and time.monotonic() - self._stopped_at > limit
 
 
 def machine() -> dict:

@@ -11,19 +11,15 @@ recomputation at the end or the scheduler did not exit 0 on SIGTERM.
 """
 from __future__ import annotations
 
-import json
 import random
-import signal
 import statistics
-import subprocess
 import sys
-import threading
 import time
 
 import psycopg
 
 from .. import api
-from .common import machine, parser, print_table, scratch_database, write_json
+from .common import Scheduler, Writers, machine, parser, print_table, scratch_database, write_json
 
 VIEWS = {
     "per_writer": "SELECT writer, count(*) AS n, sum(amount) AS total FROM events GROUP BY writer",
@@ -49,20 +45,15 @@ def run(dsn: str | None = None, seconds: float = 60.0, writers: int = 3, every: 
         for name, sql in VIEWS.items():
             engine.register_view(name, sql)
             engine.set_policy(name, every=every, max_pending=max_pending)
-        worker = subprocess.Popen([sys.executable, "-m", "idivm.cli", "--dsn", db_dsn, "schedule", "--every", str(every)],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        events: list[dict] = []
-        reader = threading.Thread(target=lambda: events.extend(json.loads(line) for line in worker.stdout), daemon=True)
-        reader.start()
-
-        stop, written = threading.Event(), threading.Event()
+        scheduler = Scheduler(db_dsn, every)
+        phase = Writers()
         commits: dict[int, list[float]] = {w: [] for w in range(1, writers + 1)}  # writer -> commit times
         writes = {w: 0 for w in commits}
 
         def write(w: int) -> None:
             rng = random.Random(w)
             with psycopg.connect(db_dsn, autocommit=True) as conn:
-                while not stop.is_set():
+                while not phase.stop.is_set():
                     k = len(commits[w])
                     conn.execute("INSERT INTO events VALUES (%s, %s, %s)", (w * 10**9 + k, w, rng.randint(1, 100)))
                     commits[w].append(time.monotonic())
@@ -81,7 +72,7 @@ def run(dsn: str | None = None, seconds: float = 60.0, writers: int = 3, every: 
         def monitor() -> None:
             with psycopg.connect(db_dsn, autocommit=True) as conn:
                 # until every writer has finished: one may commit its last insert after `stop` is set
-                while not written.is_set() or any(seen[w] < len(commits[w]) for w in commits):
+                while not phase.written.is_set() or any(seen[w] < len(commits[w]) for w in commits):
                     now = time.monotonic()
                     for w, n in conn.execute("SELECT writer, n FROM per_writer").fetchall():
                         n = min(n, len(commits[w]))  # a row committed whose time its writer has yet to note: next poll
@@ -89,31 +80,12 @@ def run(dsn: str | None = None, seconds: float = 60.0, writers: int = 3, every: 
                             lags.append(now - commits[w][k])
                         seen[w] = max(seen[w], n)
                     time.sleep(poll)
-                    if stop.is_set() and time.monotonic() - stopped_at[0] > 120:
+                    if phase.gave_up(120):
                         return  # the scheduler never caught up: reported below as unseen writes
 
-        stopped_at = [0.0]
-        threads = [threading.Thread(target=write, args=(w,)) for w in commits]
-        watcher = threading.Thread(target=monitor)
-        started = time.monotonic()
-        for t in threads:
-            t.start()
-        watcher.start()
-        time.sleep(seconds)
-        stop.set()
-        stopped_at[0] = time.monotonic()
-        for t in threads:
-            t.join()
-        written.set()
-        elapsed = time.monotonic() - started
-        watcher.join()
-        worker.send_signal(signal.SIGTERM)
-        try:
-            exit_code = worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            exit_code = None
-        reader.join(timeout=5)
+        elapsed = phase.run([lambda w=w: write(w) for w in commits], seconds, monitor)
+        exit_code = scheduler.stop(timeout=30)
+        events = scheduler.events
         equal = {name: engine.verify(name).ok for name in VIEWS}
         engine.close()
 

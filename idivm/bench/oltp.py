@@ -29,21 +29,19 @@ deferred at least 0.85x the transactions per second without views, and p99 fresh
 """
 from __future__ import annotations
 
-import json
 import random
-from decimal import Decimal
-import signal
 import statistics
-import subprocess
 import sys
 import threading
 import time
+from decimal import Decimal
 
 import psycopg
 
 from .. import api
 from ..errors import first_line
-from .common import machine, parser, pg_ivm_version, print_table, pyplot, save, scratch_database, write_json
+from .common import (Scheduler, Writers, machine, parser, pg_ivm_version, print_table, pyplot, save,
+                     scratch_database, write_json)
 from .load import percentile
 
 DISTRICTS = 10
@@ -243,29 +241,21 @@ def run_mode(dsn: str | None, mode: str, seconds: float, clients: int, warehouse
         t0 = time.perf_counter()
         engine, refused = _views(db_dsn, mode, strategy, every)
         setup = time.perf_counter() - t0
-        scheduler = None
-        if mode == "deferred":
-            scheduler = subprocess.Popen([sys.executable, "-m", "idivm.cli", "--dsn", db_dsn, "schedule", "--every",
-                                          str(every)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        events: list[dict] = []
-        reader = None
-        if scheduler is not None:
-            reader = threading.Thread(target=lambda: events.extend(json.loads(x) for x in scheduler.stdout), daemon=True)
-            reader.start()
+        scheduler = Scheduler(db_dsn, every) if mode == "deferred" else None
         commits: dict = {}
         lock = threading.Lock()
         mixes = [Mix(db_dsn, 100 + k, warehouses, customers, items, commits, lock) for k in range(clients)]
-        stop, written = threading.Event(), threading.Event()
+        phase = Writers()
         lags: list[float] = []
 
         def write(mix: Mix) -> None:
-            while not stop.is_set():
+            while not phase.stop.is_set():
                 mix.one()
 
         def monitor() -> None:  # deferred: when each NewOrder shows in the orders-per-district view
             seen: dict = {}
             with psycopg.connect(db_dsn, autocommit=True) as conn:
-                while not written.is_set() or _unseen(commits, seen, customers, lock):
+                while not phase.written.is_set() or _unseen(commits, seen, customers, lock):
                     now = time.monotonic()
                     for w, d, n in conn.execute(f"SELECT o_w_id, o_d_id, orders FROM {FRESHNESS_VIEW}").fetchall():
                         with lock:
@@ -278,34 +268,13 @@ def run_mode(dsn: str | None, mode: str, seconds: float, clients: int, warehouse
                                 lags.append(max(0.0, now - done[o_id]))  # noted after this poll began: 0
                         seen[(w, d)] = max(seen.get((w, d), customers), last)
                     time.sleep(poll)
-                    if stop.is_set() and time.monotonic() - stopped_at[0] > 60:
+                    if phase.gave_up(60):
                         return  # never caught up: reported as unseen orders
 
-        stopped_at = [0.0]
-        threads = [threading.Thread(target=write, args=(m,)) for m in mixes]
-        watcher = threading.Thread(target=monitor) if mode == "deferred" else None
-        started = time.monotonic()
-        for t in threads:
-            t.start()
-        if watcher is not None:
-            watcher.start()
-        time.sleep(seconds)
-        stop.set()
-        stopped_at[0] = time.monotonic()
-        for t in threads:
-            t.join()
-        elapsed = time.monotonic() - started
-        written.set()
-        if watcher is not None:
-            watcher.join()
-        exit_code = None
-        if scheduler is not None:
-            scheduler.send_signal(signal.SIGTERM)
-            try:
-                exit_code = scheduler.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                scheduler.kill()
-            reader.join(timeout=5)
+        elapsed = phase.run([lambda m=m: write(m) for m in mixes], seconds,
+                            monitor if scheduler is not None else None)
+        exit_code = scheduler.stop(timeout=60) if scheduler is not None else None
+        events = scheduler.events if scheduler is not None else []
         for m in mixes:
             m.conn.close()
         equal, engine_strategies = {}, {}
@@ -384,7 +353,6 @@ def report(result: dict) -> None:
         print_table(["view", "strategy", "maintenances", "median ms", "max ms"],
                     [[v, deferred["strategies"][v], m["count"], m["median"], m["max"]]
                      for v, m in deferred["maintenance_ms_by_view"].items()])
-    deferred = next((r for r in result["results"] if r["mode"] == "deferred"), None)
     if deferred is not None and deferred["tps_vs_no_views"] is not None and deferred["freshness_seconds"]:
         kept, p99 = deferred["tps_vs_no_views"], deferred["freshness_seconds"]["p99"]
         print(f"target (deferred >= 0.85x the transactions without views): {kept:.2f}x, "
