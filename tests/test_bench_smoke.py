@@ -125,12 +125,17 @@ def test_profile_helper_times_every_statement_of_a_maintenance(server_dsn, tmp_p
     from idivm.bench.profile import main
 
     out = tmp_path / "profile.json"
-    assert main(["--dsn", server_dsn, "--scale", "0.0005", "--diff", "3", "--repeat", "1", "--out", str(out)]) == 0
+    assert main(["--dsn", server_dsn, "--scale", "0.0005", "--diff", "3", "--repeat", "1", "--out", str(out),
+                 "--decode"]) == 0
     data = json.loads(out.read_text())
     assert data["view_equals_recomputation"] is True
     shapes = [s["shape"] for s in data["statements"]]
     assert any("idivm.maintain_call" in s for s in shapes), shapes  # the whole maintenance in one call
     assert 0 < data["statements_ms"] <= data["wall_ms"]
+    # before any rule: the window's log rows, the fold's i-diff rows and the floor's decoded rows, over
+    # both rounds (the uncounted first one too): every key changed once a round, so all equal
+    assert data["decode_rows"] == {"window read": 6, "fold": 6, "floor": 6}, data["decode_rows"]
+    assert set(data["decode_ms"]) == {"window read", "fold", "floor"}
     assert main(["--dsn", server_dsn, "--scale", "0.0005", "--diff", "3", "--repeat", "1", "--out", str(out),
                  "--statements"]) == 0  # the statements one by one
     data = json.loads(out.read_text())

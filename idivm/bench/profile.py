@@ -17,6 +17,13 @@ kinds a statement reads), then rolls that back and maintains the view as usual, 
 also prints each Δ-script statement's plan (its scans and
 join methods: index lookups from the i-diffs for small batches, hash joins for large ones; issue
 16, item 5), from EXPLAIN run just before the statement, in its transaction.
+
+--decode measures what every change costs before any rule runs, per change and per input of the
+view, in the maintenance's snapshot before each maintenance: reading the view's window of the log,
+folding it into the typed i-diff instance (capture/fold.py, as maintenance does), and the
+hand-written floor over the same window (each logged image decoded once into the columns the view
+reads, nothing grouped: what a fold costs when it need not find a key's effective change, as here,
+where every key changes once a round).
 """
 from __future__ import annotations
 
@@ -31,12 +38,14 @@ import psycopg
 import sqlalchemy as sa
 
 from .. import api
+from ..capture.fold import fold_select, log_images
 from ..catalog import repository as catalog
 from ..engines.postgres.render import delta_names, render
 from ..engines.postgres.server_maintenance import input_arrays, input_changes, view_delta
+from ..introspect.reflect import table_info
 from ..program.kinds_needed import driving_masks
 from ..program.serialize import from_json
-from ..sqltext import run as run_sql
+from ..sqltext import ident, run as run_sql
 from .common import machine, parser, print_table, scratch_database, timed_load, write_json
 from .peers import VIEWS as PEER_VIEWS
 from .devices import load as load_devices, view_sql
@@ -143,9 +152,43 @@ def _statements_timed(engine: "api.Engine", view_id: int, recorder: "Recorder", 
     return seconds
 
 
+DECODE = ("window read", "fold", "floor")
+
+
+def _decode_timed(engine: "api.Engine", view_id: int, rows: dict[str, int], repeat: int = 3) -> dict[str, float]:
+    """Seconds (best of `repeat`) of reading, folding and decoding by the floor the view's window of
+    each input's log, added up over its inputs (--decode), and the rows each gave, added to `rows`
+    (as every key changes once a round here, the three are equal); the changes stay for the
+    maintenance."""
+    out = dict.fromkeys(DECODE, 0.0)
+    with engine.sa.connect().execution_options(isolation_level="REPEATABLE READ") as conn, conn.begin() as tx:
+        snapshot = conn.exec_driver_sql("SELECT CAST(last_snapshot AS text) FROM idivm.views WHERE id = %(v)s",
+                                        {"v": view_id}).scalar()
+        for t in catalog.view_inputs(conn, view_id, reflect=True):
+            info = table_info(t.schema_name, t.table_name, t.columns).reading(t.read_columns)
+            window = catalog.unconsumed("l", view_id, snapshot)
+            defs = ", ".join(f"{ident(c)} {ty}" for c, ty in info.columns)
+            queries = {
+                "window read": f"SELECT count(*) FROM {t.log_table} AS l WHERE {window}",
+                "fold": f"SELECT count(*) FROM ({fold_select(info, log_images(t.log_table, window), list(info.column_names))}) AS f",
+                "floor": f"SELECT count(*) FROM {t.log_table} AS l "
+                         f"LEFT JOIN LATERAL jsonb_to_record(l.old_row) AS pre({defs}) ON true "
+                         f"LEFT JOIN LATERAL jsonb_to_record(l.new_row) AS post({defs}) ON true WHERE {window}"}
+            for name, query in queries.items():
+                best = float("inf")
+                for _ in range(repeat):
+                    t0 = time.perf_counter()
+                    found = run_sql(conn, query).fetchone()[0]
+                    best = min(best, time.perf_counter() - t0)
+                out[name] += best
+                rows[name] = rows.get(name, 0) + found
+        tx.rollback()
+    return out
+
+
 def run(dsn: str | None = None, scale: float = 0.02, view: str = "V'", strategy: str = "id", diff: int = 200,
         repeat: int = 5, out: str = "bench-results/profile_maintain.json", keep: bool = False, top: int = 25,
-        statements: bool = False, plans: bool = False) -> int:
+        statements: bool = False, plans: bool = False, decode: bool = False) -> int:
     with scratch_database(dsn, keep) as (bench_dsn, version):
         with psycopg.connect(bench_dsn, autocommit=True) as db:
             sizes = timed_load(load_devices, db, scale, 0.2, 10, 2)
@@ -159,11 +202,13 @@ def run(dsn: str | None = None, scale: float = 0.02, view: str = "V'", strategy:
             view_id = db.execute("SELECT id FROM idivm.views WHERE view_name = 'v'").fetchone()[0]
             rng = random.Random(16)
             per_round: list[dict[str, list[float]]] = []
-            walls = []
+            walls, decoding, decoded_rows = [], [], {}
             for _ in range(repeat + 1):  # the first round warms caches and is not counted
                 pids = rng.sample(range(1, sizes["parts"] + 1), diff)
                 with db.transaction(), db.cursor() as cur:
                     cur.executemany("UPDATE parts SET price = price + 1 WHERE pid = %s", [(p,) for p in pids])
+                if decode:
+                    decoding.append(_decode_timed(engine, view_id, decoded_rows))
                 recorder.times.clear()
                 recorder.plans.clear()
                 recorder.active = True
@@ -181,7 +226,7 @@ def run(dsn: str | None = None, scale: float = 0.02, view: str = "V'", strategy:
                 per_round.append(grouped)
             ok = engine.verify("v").ok
             engine.close()
-    per_round, walls = per_round[1:], walls[1:]
+    per_round, walls, decoding = per_round[1:], walls[1:], decoding[1:]
     shapes = list(dict.fromkeys(s for r in per_round for s in r))
     med = {s: statistics.median(sum(r.get(s, [])) for r in per_round) for s in shapes}
     count = {s: statistics.median(len(r.get(s, [])) for r in per_round) for s in shapes}
@@ -196,9 +241,17 @@ def run(dsn: str | None = None, scale: float = 0.02, view: str = "V'", strategy:
           f"medians of {repeat}; PostgreSQL {version}; wall {wall * 1000:.1f} ms, of which statements "
           f"{inside * 1000:.1f} ms in {int(statistics.median(sum(len(v) for v in r.values()) for r in per_round))} round trips")
     print_table(["ms", "times", "statement"], rows)
+    decoded = {k: statistics.median(d[k] for d in decoding) for k in DECODE} if decode else None
+    if decoded:
+        print(f"\nBefore any rule runs, {diff} changes (medians of {repeat} rounds, each the best of 3):")
+        print_table(["step", "ms", "µs a change", "x floor"],
+                    [[k, f"{v * 1000:.2f}", f"{v * 1e6 / diff:.1f}", f"{v / decoded['floor']:.2f}"]
+                     for k, v in decoded.items()])
     write_json(out, {"benchmark": "profile_maintain", "machine": machine(), "postgresql": version,
                      "parameters": {"scale": scale, "view": view, "strategy": strategy, "diff": diff, "repeat": repeat,
-                                    "statements": statements},
+                                    "statements": statements, "decode": decode},
+                     "decode_ms": decoded and {k: v * 1000 for k, v in decoded.items()},
+                     "decode_rows": decoded and decoded_rows,
                      "wall_ms": wall * 1000, "statements_ms": inside * 1000,
                      "statements": [{"shape": s, "ms": med[s] * 1000, "times": count[s]} for s in ranked],
                      "plans": [{"statement": q, "plan": p} for q, p in last_plans],
@@ -225,8 +278,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--plans", action="store_true",
                     help="also print the plan of every Δ-script statement (EXPLAIN before it runs; implies "
                          "--statements, and each statement is sent on its own, so times include more round trips)")
+    ap.add_argument("--decode", action="store_true",
+                    help="also time, before each maintenance, reading the view's window of the logs, folding it into "
+                         "i-diff instances, and a hand-written floor that decodes each logged image once")
     a = ap.parse_args(argv)
-    return run(a.dsn, a.scale, a.view, a.strategy, a.diff, a.repeat, a.out, a.keep, a.top, a.statements, a.plans)
+    return run(a.dsn, a.scale, a.view, a.strategy, a.diff, a.repeat, a.out, a.keep, a.top, a.statements, a.plans,
+               a.decode)
 
 
 if __name__ == "__main__":
