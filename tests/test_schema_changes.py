@@ -75,17 +75,32 @@ UNREAD = [  # none of these views reads parts.note
 ]
 
 
-def test_changes_to_columns_no_view_reads_leave_views_alone(engine, tables):
+UNREAD_CHANGES = {  # changes to parts.note, and writes before and after them, all in one window
+    "renamed, retyped and dropped": [
+        "ALTER TABLE parts RENAME COLUMN note TO remark",
+        "UPDATE parts SET price = price + 1, remark = 'r' WHERE pid <= 6",
+        "ALTER TABLE parts ALTER COLUMN remark TYPE varchar(3)",
+        "INSERT INTO parts VALUES (300, 2, 9, 'new')",
+        "ALTER TABLE parts DROP COLUMN remark",
+        "DELETE FROM parts WHERE pid IN (2, 3)"],
+    # the logged images keep 'n' and 'r', which are no integers: the fold decodes only the columns a
+    # view reads (capture/fold.py); decoding whole rows failed ("invalid input syntax for type integer")
+    "retyped so that its logged values no longer parse": [
+        "UPDATE parts SET price = price + 1, note = 'r' WHERE pid <= 6",
+        "DELETE FROM parts WHERE pid = 7",
+        "ALTER TABLE parts ALTER COLUMN note TYPE int USING length(note)",
+        "UPDATE parts SET price = price + 2, note = 4 WHERE pid BETWEEN 5 AND 9"],
+}
+
+
+@pytest.mark.parametrize("changes", UNREAD_CHANGES.values(), ids=list(UNREAD_CHANGES))
+def test_changes_to_columns_no_view_reads_leave_views_alone(engine, tables, changes):
     """Only the columns a view reads (algebra/columns_read.py) make it stale; the others can be
     renamed, retyped and dropped, and maintenance stays exact through them."""
     for name, sql, _, strategy in UNREAD:
         engine.register_view(name, sql, strategy=strategy)
-    tables.execute("ALTER TABLE parts RENAME COLUMN note TO remark")
-    tables.execute("UPDATE parts SET price = price + 1, remark = 'r' WHERE pid <= 6")
-    tables.execute("ALTER TABLE parts ALTER COLUMN remark TYPE varchar(3)")
-    tables.execute("INSERT INTO parts VALUES (300, 2, 9, 'new')")
-    tables.execute("ALTER TABLE parts DROP COLUMN remark")
-    tables.execute("DELETE FROM parts WHERE pid IN (2, 3)")
+    for statement in changes:
+        tables.execute(statement)
     assert all(s.stale_reason is None for s in engine.status())
     reports = engine.maintain()
     assert not any(r.failed or r.skipped for r in reports), reports

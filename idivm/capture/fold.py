@@ -17,7 +17,9 @@ positive sum its state after (post); images whose signs cancel drop out, so a ch
 same window disappears. Images are compared by the jsonb text of the columns the view reads, so
 1.0 -> 1.00 counts as a change (jsonb equality would call them equal), and an image logged before an
 ALTER TABLE of a column the view does not read (added with a default, retyped, renamed, dropped)
-still cancels the same row's image logged after it; a change of only such columns drops out.
+still cancels the same row's image logged after it; a change of only such columns drops out. An
+image is decoded (jsonb_to_record) into the columns it is read for alone, with the types they have
+now: a column the view does not read is never parsed, whatever it held when the image was logged.
 
 The result has one row per changed key: ``kind`` ('I' no pre-image, 'D' no post-image, 'U' both)
 and ``pre__<col>``, ``post__<col>`` for every column: the effective i-diff instance (idIVM
@@ -34,7 +36,10 @@ from ..sqltext import ident, string_literal
 def fold_select(info: TableInfo, signed_images: str, compared: list[str] | None = None) -> str:
     """A SELECT of the effective i-diff rows of `info`'s table from a query of (img, n) rows; images
     are compared on the `compared` columns (default: the whole image)."""
-    rowtype = f"NULL::{info.qualified}"
+    # the key alone to group images by key, every compared column for the instance (module docstring)
+    types = dict(info.columns)
+    key_defs = ", ".join(f"{ident(k)} {types[k]}" for k in info.key)
+    col_defs = ", ".join(f"{ident(c)} {t}" for c, t in info.columns)
     compared_text = "CAST(w.img AS text)" if compared is None else \
         f"CAST(jsonb_build_array({', '.join(f'w.img -> {string_literal(c)}' for c in compared)}) AS text)"
     keys = ", ".join(f"k.{ident(k)}" for k in info.key)
@@ -49,12 +54,12 @@ WITH s AS (
 ), f AS (
   SELECT (array_agg(s.img) FILTER (WHERE s.n < 0))[1] AS old_img,
          (array_agg(s.img) FILTER (WHERE s.n > 0))[1] AS new_img
-  FROM s CROSS JOIN LATERAL jsonb_populate_record({rowtype}, s.img) AS k GROUP BY {keys}
+  FROM s CROSS JOIN LATERAL jsonb_to_record(s.img) AS k({key_defs}) GROUP BY {keys}
 )
 SELECT CAST(CASE WHEN f.old_img IS NULL THEN {i} WHEN f.new_img IS NULL THEN {d} ELSE {u} END AS text) AS {ident(R.KIND_COLUMN)}, {cols}
 FROM f
-CROSS JOIN LATERAL jsonb_populate_record({rowtype}, f.old_img) AS {pre}
-CROSS JOIN LATERAL jsonb_populate_record({rowtype}, f.new_img) AS {post}"""
+CROSS JOIN LATERAL jsonb_to_record(f.old_img) AS {pre}({col_defs})
+CROSS JOIN LATERAL jsonb_to_record(f.new_img) AS {post}({col_defs})"""
 
 
 def log_images(log: str, window: str) -> str:
