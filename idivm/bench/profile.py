@@ -38,14 +38,14 @@ import psycopg
 import sqlalchemy as sa
 
 from .. import api
-from ..capture.fold import fold_select, log_images
+from ..capture.fold import fold_select, log_images, record_columns
 from ..catalog import repository as catalog
 from ..engines.postgres.render import delta_names, render
 from ..engines.postgres.server_maintenance import input_arrays, input_changes, view_delta
 from ..introspect.reflect import table_info
 from ..program.kinds_needed import driving_masks
 from ..program.serialize import from_json
-from ..sqltext import ident, run as run_sql
+from ..sqltext import run as run_sql
 from .common import machine, parser, print_table, scratch_database, timed_load, write_json
 from .peers import VIEWS as PEER_VIEWS
 from .devices import load as load_devices, view_sql
@@ -167,7 +167,7 @@ def _decode_timed(engine: "api.Engine", view_id: int, rows: dict[str, int], repe
         for t in catalog.view_inputs(conn, view_id, reflect=True):
             info = table_info(t.schema_name, t.table_name, t.columns).reading(t.read_columns)
             window = catalog.unconsumed("l", view_id, snapshot)
-            defs = ", ".join(f"{ident(c)} {ty}" for c, ty in info.columns)
+            defs = record_columns(info, info.column_names)  # decoded as the fold decodes them
             queries = {
                 "window read": f"SELECT count(*) FROM {t.log_table} AS l WHERE {window}",
                 "fold": f"SELECT count(*) FROM ({fold_select(info, log_images(t.log_table, window), list(info.column_names))}) AS f",

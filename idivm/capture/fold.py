@@ -36,10 +36,8 @@ from ..sqltext import ident, string_literal
 def fold_select(info: TableInfo, signed_images: str, compared: list[str] | None = None) -> str:
     """A SELECT of the effective i-diff rows of `info`'s table from a query of (img, n) rows; images
     are compared on the `compared` columns (default: the whole image)."""
-    # the key alone to group images by key, every compared column for the instance (module docstring)
-    types = dict(info.columns)
-    key_defs = ", ".join(f"{ident(k)} {types[k]}" for k in info.key)
-    col_defs = ", ".join(f"{ident(c)} {t}" for c, t in info.columns)
+    # the key alone to group images by key, every column for the instance (module docstring)
+    key_defs, col_defs = record_columns(info, info.key), record_columns(info, info.column_names)
     compared_text = "CAST(w.img AS text)" if compared is None else \
         f"CAST(jsonb_build_array({', '.join(f'w.img -> {string_literal(c)}' for c in compared)}) AS text)"
     keys = ", ".join(f"k.{ident(k)}" for k in info.key)
@@ -60,6 +58,13 @@ SELECT CAST(CASE WHEN f.old_img IS NULL THEN {i} WHEN f.new_img IS NULL THEN {d}
 FROM f
 CROSS JOIN LATERAL jsonb_to_record(f.old_img) AS {pre}({col_defs})
 CROSS JOIN LATERAL jsonb_to_record(f.new_img) AS {post}({col_defs})"""
+
+
+def record_columns(info: TableInfo, names) -> str:
+    """The column definition list that decodes an image into these columns of `info`'s table, with
+    their types (jsonb_to_record(img) AS r(<this>))."""
+    types = dict(info.columns)
+    return ", ".join(f"{ident(c)} {types[c]}" for c in names)
 
 
 def log_images(log: str, window: str) -> str:
