@@ -69,7 +69,7 @@ def test_translated_views_evaluate_to_what_postgresql_computes(engine, shop, see
         maps = {name: evaluate(q, db) for name, q in t.maps.items()}
 
         def value(e, key):
-            if isinstance(e, Variable):
+            if Variable.marks(e):
                 return dict(key)[e.name]
             s = t.slots[e.name]
             if s.kind == "count":
@@ -86,7 +86,7 @@ def test_translated_views_evaluate_to_what_postgresql_computes(engine, shop, see
             row = tuple(value(e, key) for _, e in t.outputs)
             got[row] += 1 if t.grouped else maps["count"][key]
         rows = shop.execute(sql).fetchall()
-        avg = [isinstance(e, SlotValue) and t.slots[e.name].kind == "avg" for _, e in t.outputs]
+        avg = [SlotValue.marks(e) and t.slots[e.name].kind == "avg" for _, e in t.outputs]
         want = Counter(tuple(round(_value(v), 10) if a and v is not None else _value(v) for v, a in zip(r, avg))
                        for r in rows)
         assert got == want, sql

@@ -114,3 +114,27 @@ def test_printing_and_binding_without_copies_change_nothing(name, monkeypatch):
         return trees.col("z", n.name) if isinstance(n, exp.Column) and n.table == "a" else n
 
     assert trees.rebuilt(tree, renamed) == tree.transform(renamed) and tree.sql() == before
+
+
+def test_a_placeholder_is_no_column_a_user_wrote_and_never_reaches_a_statement():
+    """Placeholders are exp.Columns marked with their kind (algebra/placeholders.py): a tree with
+    one is not equal to the same tree with a user's column of that name, a copy keeps the mark,
+    the printers spell it out, and the PostgreSQL renderer refuses it rather than print a column
+    of some table."""
+    from sqlglot import exp
+
+    from idivm.algebra.placeholders import CACHE, PRE, Kind, printable
+    from idivm.engines.postgres.render import sql
+
+    cache = CACHE("g0")
+    user = exp.column("g0", quoted=True)
+    assert cache != user and hash(cache) != hash(user) and cache == cache.copy() and CACHE.marks(cache.copy())
+    assert not CACHE.marks(user) and not PRE.marks(cache)
+    tree = exp.select(cache.copy(), exp.column("price", "p")).from_("parts")
+    assert list(CACHE.find_all(tree)) == [cache]
+    assert printable(tree).sql() == 'SELECT cache."g0", p.price FROM parts'
+    with pytest.raises(ValueError, match="unbound placeholder"):
+        sql(tree)
+    assert sql(exp.select(user).from_("parts")) == 'SELECT "g0" FROM parts'
+    with pytest.raises(ValueError, match="labelled"):
+        Kind("cache")

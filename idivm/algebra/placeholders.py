@@ -1,63 +1,83 @@
 """Placeholders: expression nodes that stand for a value the compiler binds later.
 
-Each is a subclass of sqlglot's ``exp.Column``, so every walk that looks at
-columns still sees it, while its type says what it stands for; no user-written
-name can be mistaken for one. sqlglot renders a node by its exact class, so a
-placeholder that reached a rendered statement would fail loudly ("Unsupported
-expression type") instead of becoming a column of some table: every stage binds
-the ones it introduced before rendering, and ``printable`` spells them out for
+A placeholder is an ``exp.Column`` that carries its kind as an argument of its own (``KEY``), so
+every walk that looks at columns still sees it, while tree equality and hashing (which cover all
+of a node's arguments) tell it from any column a user wrote, whatever its name. It is not a
+subclass: sqlglot's compiled build (sqlglotc, which idivm installs where it has wheels) refuses
+instances of Python subclasses of its nodes. A placeholder that reached a rendered statement
+fails loudly (engines/postgres/render.py refuses it) instead of becoming a column of some table:
+every stage binds the ones it introduced before rendering, and ``printable`` spells them out for
 the printers of plans and i-diffs.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
+
 from sqlglot import exp
 
-
-class Unbound(exp.Column):
-    """A value a later stage binds (the base of every placeholder; not sqlglot's exp.Placeholder, a query
-    parameter); ``spelled`` is how the printers show it (``label."name"``)."""
-    label = "?"
-
-    def spelled(self) -> exp.Column:
-        return exp.Column(this=self.this.copy(), table=exp.to_identifier(self.label))
+KEY = "idivm_placeholder"  # the argument of an exp.Column that makes it a placeholder: its kind's label
+_LABELS: set[str] = set()
 
 
-class CacheColumn(Unbound):
-    """Column ``name`` of the intermediate cache below an aggregate (algebra/plan.py's Aggregate:
-    its outputs and HAVING are written over the cache's group keys ``g<i>`` and arguments ``a<j>``)."""
-    label = "cache"
+@dataclass(frozen=True)
+class Kind:
+    """A kind of placeholder; ``label`` is how the printers show its table part (``label."name"``)."""
+    label: str
+
+    def __post_init__(self) -> None:
+        if self.label in _LABELS:
+            raise ValueError(f"two kinds of placeholder are labelled {self.label!r}")
+        _LABELS.add(self.label)
+
+    def __call__(self, name: str | exp.Identifier, table: exp.Identifier | None = None) -> exp.Column:
+        """A placeholder of this kind named ``name`` (a string: quoted as given; an identifier: as it
+        is written), ``table`` the scan it belongs to, if any."""
+        this = name.copy() if isinstance(name, exp.Identifier) else exp.to_identifier(name, quoted=True)
+        return exp.Column(this=this, table=table, **{KEY: self.label})
+
+    def marks(self, node: exp.Expression) -> bool:
+        return isinstance(node, exp.Column) and node.args.get(KEY) == self.label
+
+    def find_all(self, tree: exp.Expression) -> Iterator[exp.Column]:
+        return (node for node in tree.find_all(exp.Column) if node.args.get(KEY) == self.label)
 
 
-class SubqueryValue(Unbound):
-    """The value of the scalar subquery of HAVING whose alias is ``name``
-    (Aggregate.having_subqueries); the strategy that maintains the aggregate binds it."""
-    label = "subquery"
+def is_placeholder(node: exp.Expression) -> bool:
+    """Whether node is a placeholder of any kind."""
+    return isinstance(node, exp.Column) and node.args.get(KEY) is not None
 
 
-class PreImage(Unbound):
-    """Column ``name`` of scan ``table`` as it was before the change: read from the pre-state
-    image of that scan's i-diff (rules/idiff.py's ``pre``), where an unmarked column reads the
-    post-state."""
-
-    def spelled(self) -> exp.Column:
-        return exp.Column(this=self.this.copy(), table=exp.to_identifier(f"pre:{self.table}", quoted=True))
-
-
-def cache_column(name: str) -> CacheColumn:
-    return CacheColumn(this=exp.to_identifier(name, quoted=True))
+CACHE = Kind("cache")  # column `name` of the intermediate cache below an aggregate (algebra/plan.py's
+# Aggregate: its outputs and HAVING are written over the cache's group keys g<i> and arguments a<j>)
+SUBQUERY = Kind("subquery")  # the value of the scalar subquery of HAVING whose alias is `name`
+# (Aggregate.having_subqueries); the strategy that maintains the aggregate binds it
+PRE = Kind("pre")  # column `name` of scan `table` as it was before the change: read from the
+# pre-state image of that scan's i-diff (rules/idiff.py's `pre`), where an unmarked column reads the post-state
 
 
-def subquery_value(alias: str) -> SubqueryValue:
-    return SubqueryValue(this=exp.to_identifier(alias, quoted=True))
+def cache_column(name: str) -> exp.Column:
+    return CACHE(name)
 
 
-def pre_image(column: exp.Column) -> PreImage:
-    return PreImage(this=column.this.copy(), table=column.args["table"].copy())
+def subquery_value(alias: str) -> exp.Column:
+    return SUBQUERY(alias)
+
+
+def pre_image(column: exp.Column) -> exp.Column:
+    return PRE(column.this, column.args["table"].copy())
+
+
+def spelled(node: exp.Column) -> exp.Column:
+    """A placeholder as the printers show it: ``cache."g0"``, ``"pre:p"."price"``."""
+    label = node.args[KEY]
+    table = f"pre:{node.table}" if label == PRE.label else label
+    return exp.Column(this=node.this.copy(), table=exp.to_identifier(table, quoted=label == PRE.label))
 
 
 def printable(e: exp.Expression) -> exp.Expression:
     """e with its placeholders spelled as the printers show them: ``cache."g0"``,
     ``subquery."alias"``, ``"pre:p"."price"``, the higher-order strategy's ``var."a.x"``."""
-    if not any(isinstance(node, Unbound) for node in e.walk()):
+    if not any(is_placeholder(node) for node in e.walk()):
         return e  # most printed expressions have none: no copy
-    return e.transform(lambda node: node.spelled() if isinstance(node, Unbound) else node)
+    return e.transform(lambda node: spelled(node) if is_placeholder(node) else node)

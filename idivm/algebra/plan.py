@@ -11,7 +11,7 @@ from typing import Iterator
 
 from sqlglot import exp
 
-from .placeholders import CacheColumn, printable
+from .placeholders import CACHE, printable
 from ..names import PART_SCHEMA
 from .tables import TableInfo
 
@@ -174,7 +174,7 @@ class Aggregate:
 
     The cache (Example 4.6) is the SPJ input below the aggregate, projected onto the group
     keys ``g<i>`` and the aggregate arguments ``a<j>``; ``outputs`` and ``having`` are written
-    over cache placeholders (``placeholders.CacheColumn``). The view's IDs are the group keys (Table 1)."""
+    over cache placeholders (``placeholders.CACHE``). The view's IDs are the group keys (Table 1)."""
 
     cache: "Project | Union"
     keys: list[str]  # cache columns that are group keys, in GROUP BY order
@@ -182,7 +182,7 @@ class Aggregate:
     having: exp.Expression | None = None
     # why the intermediate cache is skipped (footnote 6: a many-to-many join), None if it is kept
     no_cache: str | None = None
-    # scalar subqueries of HAVING, each in `having` as a placeholders.SubqueryValue, their correlated
+    # scalar subqueries of HAVING, each in `having` as a placeholders.SUBQUERY, their correlated
     # columns written as cache placeholders of group keys (the higher-order strategy's plans keep them)
     having_subqueries: list[SubqueryPredicate] = field(default_factory=list)
 
@@ -207,7 +207,7 @@ class Aggregate:
                 return never(e.this)
             if isinstance(e, exp.Count):
                 return True
-            return isinstance(e, CacheColumn) and e.name in keys
+            return CACHE.marks(e) and e.name in keys
 
         return frozenset(n for n, e in self.outputs if never(e))
 
@@ -227,7 +227,7 @@ class Aggregate:
                 arg = agg.this
                 if isinstance(arg, exp.Star) or (isinstance(agg, exp.Count) and arg is None):
                     continue
-                if not isinstance(arg, CacheColumn):
+                if not CACHE.marks(arg):
                     return None  # DISTINCT, or an expression left over the cache
                 args[arg.name] = args.get(arg.name, False) or not isinstance(agg, exp.Count)
         return args

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..algebra.placeholders import CacheColumn, SubqueryValue, cache_column, subquery_value
+from ..algebra.placeholders import CACHE, SUBQUERY, cache_column, subquery_value
 from ..algebra.plan import Aggregate, Node, Project
 from ..errors import UnsupportedQuery
 from .checks import refuse
@@ -22,7 +22,7 @@ SUPPORTED_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
 def build_aggregate(tree: exp.Select, core: Node, outputs: list[tuple[str, exp.Expression]],
                     having_subqueries: list | None = None) -> Aggregate:
     """having_subqueries: the scalar subqueries of HAVING (semijoins.extract_having_subqueries),
-    each left in HAVING as the placeholder placeholders.SubqueryValue; their correlated columns
+    each left in HAVING as the placeholder placeholders.SUBQUERY; their correlated columns
     are rewritten to the group keys they must be."""
     for bad, name in ((exp.Filter, "aggregate FILTER (WHERE ...)"), (exp.WithinGroup, "ordered-set aggregates")):
         if tree.find(bad):
@@ -79,7 +79,7 @@ def build_aggregate(tree: exp.Select, core: Node, outputs: list[tuple[str, exp.E
     def over_cache(e: exp.Expression, where: str) -> exp.Expression:
         out = e.transform(rewrite)
         for c in out.find_all(exp.Column):
-            if not isinstance(c, (CacheColumn, SubqueryValue)):
+            if not (CACHE.marks(c) or SUBQUERY.marks(c)):
                 raise UnsupportedQuery(
                     f"column {c.sql('postgres')} in {where} must appear in GROUP BY or be used in an aggregate")
         return out

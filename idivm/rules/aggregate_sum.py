@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ..algebra.placeholders import CacheColumn
+from ..algebra.placeholders import CACHE
 from ..program import relations as R
 from ..program.steps import CreateScratch, DeleteMatching, InsertRows, MergeRows, Program, Record, UpdateMatching
 from ..program.trees import alias, all_of, col, eq, num, paren, select, subquery, union_all
@@ -68,7 +68,7 @@ def over_state(e: exp.Expression, state, key) -> exp.Expression:
             if isinstance(node, exp.Avg):
                 total = exp.Div(this=exp.cast(total, "numeric"), expression=exp.cast(count, "numeric"))
             return exp.Case(ifs=[exp.If(this=exp.GT(this=count, expression=exp.Literal.number(0)), true=total)])
-        if isinstance(node, CacheColumn):
+        if CACHE.marks(node):
             return key(node.name)
         return node
 

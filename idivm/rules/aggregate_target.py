@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from ..algebra.placeholders import CacheColumn
+from ..algebra.placeholders import CACHE
 from ..algebra.plan import Aggregate
 from ..names import SELF, own_part
 from ..program.trees import all_of, col, eq
@@ -89,7 +89,7 @@ class AggregateTarget(MaintainedTable):
 
 def bind_cache(e: exp.Expression) -> exp.Expression:
     def fn(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, CacheColumn):
+        if CACHE.marks(node):
             return col(CACHE_ALIAS, node.name)
         return node
 

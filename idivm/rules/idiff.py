@@ -3,7 +3,7 @@
 An i-diff here is a conjunctive query: the origin scan is bound to the
 base-table i-diff instance, other scans in ``joined`` are read from
 post-state base tables, and ``where`` filters the rows. Columns of the origin
-scan read the post-state image unless ``pre()`` marked them (placeholders.PreImage). When
+scan read the post-state image unless ``pre()`` marked them (placeholders.PRE). When
 ``semijoined`` is set, the origin's post-state row is read from its base
 table semijoined by ID with the i-diff (``R^post ⋉_I Δ``, as the rules write
 it); minimization (pass 4) removes that join because the instance carries
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
 
-from ..algebra.placeholders import PreImage, pre_image, printable
+from ..algebra.placeholders import PRE, pre_image, printable
 from ..algebra.tables import TableInfo
 
 SYMBOL = {"+": "Δ+", "-": "Δ-", "u": "Δu"}
@@ -84,7 +84,7 @@ class IDiff:
 def pre(e: exp.Expression, scan: str) -> exp.Expression:
     """The same expression evaluated on the pre-state image of `scan`'s i-diff."""
     def mark(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Column) and not isinstance(node, PreImage) and node.table == scan:
+        if isinstance(node, exp.Column) and not PRE.marks(node) and node.table == scan:
             return pre_image(node)
         return node
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from ..algebra.placeholders import PreImage
+from ..algebra.placeholders import PRE
 from ..algebra.plan import BRANCH_COLUMN, IdColumn, Project, conjuncts_below, scans
 from ..algebra.tables import TableInfo
 from ..program import relations as R
@@ -95,7 +95,7 @@ def bind_with(mapping: dict[str, tuple[str, str]], pre_alias: str | None = None)
         if not isinstance(node, exp.Column):
             return node
         t = node.table
-        if isinstance(node, PreImage):
+        if PRE.marks(node):
             return col(pre_alias or mapping[t][0], R.pre(node.name))
         if t not in mapping:  # a column of an EXISTS/IN subquery's own table: stays as written
             return node

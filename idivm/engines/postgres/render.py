@@ -17,6 +17,7 @@ from typing import Callable
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
 
+from ...algebra.placeholders import is_placeholder, printable
 from ...program import relations as R
 from ...program.steps import (MAP_UNIT, PHASES, AddToMap, CreateScratch, DeleteMatching, InsertRows, MergeRows, Program,
                               Record, Step, UpdateMatching)
@@ -61,28 +62,44 @@ def _bind(rel: R.Relation) -> exp.Expression:
     return table_expr(rel.schema, rel.name)
 
 
-class _BindingGenerator(Postgres.Generator):
-    """PostgreSQL's generator printing each abstract relation as the table `_bind` binds it to: a
-    tree is rendered as it stands, where binding it first took a copy of it (most of a program's
-    rendering time). The trees idivm renders have none of the constructs the generator rewrites
-    in place (nested WITH, semi- and anti-joins, QUALIFY), so rendering leaves them as they were."""
+def _dispatch() -> dict:
+    """PostgreSQL's generator's dispatch table (sqlglot's `_dispatch`, expression class -> handler)
+    with two handlers of idivm's: each abstract relation printed as the table `_bind` binds it to,
+    and a placeholder (algebra/placeholders.py) that was never bound refused. A tree is rendered as
+    it stands, where binding it first took a copy of it (most of a program's rendering time); the
+    trees idivm renders have none of the constructs the generator rewrites in place (nested WITH,
+    semi- and anti-joins, QUALIFY), so rendering leaves them as they were. A subclass of the
+    generator would do the same, but sqlglot's compiled build (sqlglotc) refuses instances of
+    Python subclasses of its classes."""
+    dispatch = _POSTGRES.generator()._dispatch
+    table_sql, column_sql = dispatch[exp.Table], dispatch[exp.Column]
 
-    def table_sql(self, expression: exp.Table, sep: str = " AS ") -> str:
+    def bound_table_sql(gen, expression: exp.Table, sep: str = " AS ") -> str:
         rel = R.relation_of(expression)
         if rel is None:
-            return super().table_sql(expression, sep)
+            return table_sql(gen, expression, sep)
         bound = _bind(rel)
         if expression.alias:
             bound.set("alias", expression.args["alias"].copy())
-        return super().table_sql(bound, sep)
+        return table_sql(gen, bound, sep)
+
+    def checked_column_sql(gen, expression: exp.Column) -> str:
+        if is_placeholder(expression):
+            raise ValueError(f"an unbound placeholder reached a statement: {printable(expression).sql()}")
+        return column_sql(gen, expression)
+
+    return {**dispatch, exp.Table: bound_table_sql, exp.Column: checked_column_sql}
 
 
 _POSTGRES = Postgres()
+_DISPATCH = _dispatch()
 
 
 def sql(tree: exp.Expression) -> str:
     """A tree with its relations bound, as PostgreSQL text."""
-    return _BindingGenerator(dialect=_POSTGRES).generate(tree, copy=False)
+    generator = _POSTGRES.generator()
+    generator._dispatch = _DISPATCH
+    return generator.generate(tree, copy=False)
 
 
 def _using(kw: str, items: list[exp.Expression]) -> str:

@@ -36,25 +36,19 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from ...algebra.placeholders import Unbound
+from ...algebra.placeholders import Kind
 from ...algebra.plan import SubqueryPredicate
 from ...calculus.expr import Expr, Sum, mul
 from ...program import relations as Rl
 from ...program.trees import alias, aliased, col, conjuncts, exists, select, subquery, union_all
-from .scope import Scope, Variable, placeholder, refuse, same, shown, variable
+from .scope import Scope, Variable, refuse, same, shown, variable
 from .to_steps import VALUE
 
 
 
-class NestedValue(Unbound):
-    """The value of nested count ``name`` (a ``#``-variable of this module's Nested)."""
-    label = "nested"
-
-
-class InnerKey(Unbound):
-    """Key ``name`` of a nested count's map: a column of the subquery that a correlated conjunct
-    compares with the outer row."""
-    label = "inner"
+NestedValue = Kind("nested")  # the value of nested count `name` (a `#`-variable of this module's Nested)
+InnerKey = Kind("inner")  # key `name` of a nested count's map: a column of the subquery that a
+# correlated conjunct compares with the outer row
 
 
 @dataclass
@@ -103,18 +97,18 @@ class NestingBuilder:
         self.outer_var, self.prefix = outer_var or scope.var, prefix
         self.out = Nesting()
 
-    def _outer(self, e: exp.Expression, inner_alias: str | None, inner_as: type[Unbound] = Variable) -> exp.Expression:
+    def _outer(self, e: exp.Expression, inner_alias: str | None, inner_as: Kind = Variable) -> exp.Expression:
         """e with outer columns as Variable placeholders (recorded in B) and the subquery's as inner_as."""
         def put(node: exp.Expression) -> exp.Expression:
-            if isinstance(node, (Variable, NestedValue, InnerKey)):
+            if any(kind.marks(node) for kind in (Variable, NestedValue, InnerKey)):
                 return node
             if isinstance(node, exp.Column) and node.table == inner_alias:
-                return placeholder(inner_as, variable(inner_alias, node.name))
+                return inner_as(variable(inner_alias, node.name))
             if isinstance(node, exp.Column):
                 v = self.outer_var(node)
                 if v not in self.out.outer:
                     self.out.outer.append(v)
-                return placeholder(Variable, v)
+                return Variable(v)
             return node
 
         return e.transform(put)
@@ -123,10 +117,10 @@ class NestingBuilder:
         """A nested count (or, with a value among the inner factors, sum) over S with inner factors
         and correlated conjuncts; its placeholder."""
         atom = self.scope.atom(sq.alias, sq.table)
-        keys = tuple(dict.fromkeys(c.name for e in correlated for c in e.find_all(InnerKey)))
+        keys = tuple(dict.fromkeys(c.name for e in correlated for c in InnerKey.find_all(e)))
         var = f"#{self.prefix}{len(self.out.nested)}"
         self.out.nested.append(Nested(var, Sum(keys, mul(atom, *inner)), keys, correlated))
-        return placeholder(NestedValue, var)
+        return NestedValue(var)
 
     def condition(self, conjunct: exp.Expression) -> None:
         """A WHERE conjunct with EXISTS / IN subqueries."""
@@ -214,11 +208,11 @@ class NestingBuilder:
 def _over(e: exp.Expression, outer: str, values: dict[str, exp.Expression], inner: str | None = None) -> exp.Expression:
     """e with Variable placeholders read from the row `outer`, NestedValue from `values`, InnerKey from `inner`."""
     def put(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, Variable):
+        if Variable.marks(node):
             return col(outer, node.name)
-        if isinstance(node, NestedValue):
+        if NestedValue.marks(node):
             return values[node.name].copy()
-        if isinstance(node, InnerKey):
+        if InnerKey.marks(node):
             return col(inner, node.name)
         return node
 
@@ -285,8 +279,8 @@ def correlated_groups(n: Nested, group: tuple[str, ...], counts: exp.Table, scra
 def restricted(n: Nested) -> bool:
     """Whether a change of n's map can only change the outer rows that an equality correlates with
     it (then its delta is incremented at those rows; else the contributions are re-evaluated)."""
-    def reads(e: exp.Expression, kind: type[Unbound]) -> bool:
-        return e.find(kind) is not None
+    def reads(e: exp.Expression, kind: Kind) -> bool:
+        return next(kind.find_all(e), None) is not None
 
     return any(isinstance(c, exp.EQ) and reads(c, InnerKey) and reads(c, Variable) for c in n.correlation)
 

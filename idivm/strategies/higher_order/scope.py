@@ -6,7 +6,7 @@ from fractions import Fraction
 
 from sqlglot import exp
 
-from ...algebra.placeholders import Unbound, printable
+from ...algebra.placeholders import Kind, printable
 from ...algebra.plan import Scan, scans
 from ...calculus.expr import VAR_TABLE, Cmp, Const, Expr, Extern, Rel, Var, mul
 from ...errors import UnsupportedQuery
@@ -19,15 +19,9 @@ OPS = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.
 SUM_TYPES = {"smallint": "bigint", "integer": "bigint", "bigint": "numeric", "numeric": "numeric"}
 
 
-class Variable(Unbound):
-    """AGCA variable ``name`` (``alias.column``) in an output, HAVING or correlation expression;
-    view_table.py binds it to a column of the rows it reads."""
-    label = "var"
-
-
-class SlotValue(Unbound):
-    """The value of aggregate slot ``name`` (translate.py's slots: a map's sum, a MIN/MAX's value)."""
-    label = "slot"
+Variable = Kind("var")  # AGCA variable `name` (`alias.column`) in an output, HAVING or correlation
+# expression; view_table.py binds it to a column of the rows it reads
+SlotValue = Kind("slot")  # the value of aggregate slot `name` (translate.py's slots: a map's sum, a MIN/MAX's value)
 
 
 def variable(alias: str, column: str) -> str:
@@ -60,10 +54,6 @@ def same(a: exp.Expression, b: exp.Expression, nullable: bool) -> exp.Expression
         return eq(a, b)
     both_null = exp.And(this=exp.Is(this=a.copy(), expression=exp.Null()), expression=exp.Is(this=b.copy(), expression=exp.Null()))
     return exp.Paren(this=exp.Or(this=eq(a, b), expression=exp.Paren(this=both_null)))
-
-
-def placeholder(kind: type[Unbound], name: str) -> Unbound:
-    return kind(this=exp.to_identifier(name, quoted=True))
 
 
 def extern_variable(name: str) -> exp.Column:
@@ -180,7 +170,7 @@ class Scope:
 
         def put(node: exp.Expression) -> exp.Expression:
             if isinstance(node, exp.Column):
-                return placeholder(Variable, self.var(node))
+                return Variable(self.var(node))
             return node
 
         return e.transform(put)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from ...algebra.columns_read import columns_read
-from ...algebra.placeholders import Unbound
+from ...algebra.placeholders import is_placeholder
 from ...algebra.plan import Aggregate, scans
 from ...calculus.expr import Atom, Cmp, DeltaRel, Var
 from ...calculus.printer import show
@@ -141,7 +141,7 @@ class HigherOrderTarget:
             for name in self.view_level_names():
                 outer = self.compiled.top[name]
                 for n in t.nesting.nested:
-                    used = {c.name for e in n.correlation for c in e.find_all(Variable)}
+                    used = {c.name for e in n.correlation for c in Variable.find_all(e)}
                     self._lookup(out, outer, keys[outer], tuple(v for v in keys[outer] if v in used))
         return out
 
@@ -198,7 +198,7 @@ def _equal_closure(bound: set[str], factors) -> set[str]:
 def _placeholders(e: exp.Expression) -> str:
     """SQL over placeholders, shown with bare variable names."""
     def bare(node: exp.Expression) -> exp.Expression:
-        return exp.column(node.name) if isinstance(node, Unbound) else node
+        return exp.column(node.name) if is_placeholder(node) else node
 
     return e.transform(bare).sql("postgres")
 

@@ -43,12 +43,12 @@ from typing import Callable
 from sqlglot import exp
 
 from ...algebra.columns_read import columns_read
-from ...algebra.placeholders import CacheColumn, SubqueryValue
+from ...algebra.placeholders import CACHE, SUBQUERY
 from ...algebra.plan import Aggregate, Join, Project, Scan, Select, Union, part_scans
 from ...calculus.expr import Assign, Expr, Sum, Var, add, mul
 from ...errors import UnsupportedQuery
 from .nesting import Nesting, NestingBuilder, subquery_nodes
-from .scope import Scope, SlotValue, Variable, placeholder, refuse, shown
+from .scope import Scope, SlotValue, Variable, refuse, shown
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ class Translation:
     def shown_var(self, name: str) -> str | None:
         """The variable an output shows as it is, if it is just one."""
         e = dict(self.outputs)[name]
-        return e.name if isinstance(e, Variable) else None
+        return e.name if Variable.marks(e) else None
 
 
 def _body(node, scope: Scope, nesting: NestingBuilder) -> Expr:
@@ -161,7 +161,7 @@ def _nest(out: Translation, nesting: Nesting) -> None:
 
 
 def _vars_of(e: exp.Expression) -> list[str]:
-    return list(dict.fromkeys(c.name for c in e.find_all(Variable)))
+    return list(dict.fromkeys(c.name for c in Variable.find_all(e)))
 
 
 def _sum_type(cache_column: str, e: exp.Expression, scope: Scope, sum_type) -> str | None:
@@ -183,7 +183,7 @@ def translate(plan, sum_type: Callable[[str], str | None] | None = None) -> Tran
     if isinstance(plan, Union):
         group, count, nullable = _union_count(plan, read)
         return Translation(group=group, maps={"count": count}, map_keys=group, nullable=nullable, lifted=nullable,
-                           outputs=[(n, placeholder(Variable, v)) for (n, _), v in zip(plan.outputs, group)])
+                           outputs=[(n, Variable(v)) for (n, _), v in zip(plan.outputs, group)])
     scope, body, nesting = _spj(plan, read)
     outputs = [(n, scope.over_vars(scope.joined_column(e))) for n, e in plan.outputs]
     group = tuple(dict.fromkeys(v for _, e in outputs for v in _vars_of(e)))
@@ -195,12 +195,12 @@ def translate(plan, sum_type: Callable[[str], str | None] | None = None) -> Tran
 
 def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
     if isinstance(agg.cache, Union):  # UNION (distinct): a grouping on every output of the UNION ALL
-        if [e for _, e in agg.outputs if not isinstance(e, CacheColumn)]:
+        if [e for _, e in agg.outputs if not CACHE.marks(e)]:
             raise refuse("aggregates over outer joins" if agg.cache.outer_join else "aggregates over a UNION")
         group, count, nullable = _union_count(agg.cache, read)
         key_var = dict(zip([n for n, _ in agg.cache.outputs], group))
         return Translation(group=group, maps={"count": count}, map_keys=group, nullable=nullable, lifted=nullable,
-                           grouped=True, outputs=[(n, placeholder(Variable, key_var[e.name])) for n, e in agg.outputs])
+                           grouped=True, outputs=[(n, Variable(key_var[e.name])) for n, e in agg.outputs])
     scope, body, nesting = _spj(agg.cache, read)
     cols = dict(agg.cache.outputs)
     group, lifts = [], []
@@ -223,7 +223,7 @@ def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
 
     def arg_of(a: exp.Expression) -> exp.Expression:
         """An aggregate's argument over the base columns (it is written over the cache's columns)."""
-        if not isinstance(a, CacheColumn):
+        if not CACHE.marks(a):
             raise refuse(f"the aggregate argument {shown(a)}")
         return cols[a.name]
 
@@ -240,10 +240,10 @@ def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
         return name
 
     def slot(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, CacheColumn):
+        if CACHE.marks(node):
             if node.name not in key_var:
                 raise refuse(f"the column {node.name} outside an aggregate")
-            return placeholder(Variable, key_var[node.name])
+            return Variable(key_var[node.name])
         if not isinstance(node, exp.AggFunc):
             return node
         distinct = isinstance(node.this, exp.Distinct)
@@ -270,7 +270,7 @@ def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
                 s = Slot("sum" if isinstance(node, exp.Sum) else "avg", (name, count_of(e)), type=typed)
         key = next((k for k, v in out.slots.items() if v == s), f"v{len(out.slots)}")
         out.slots[key] = s
-        return placeholder(SlotValue, key)
+        return SlotValue(key)
 
     def values_slot(node: exp.Expression) -> Slot:
         """MIN, MAX, COUNT(DISTINCT): a map of how many rows have each non-NULL value per group
@@ -321,7 +321,7 @@ def _having_subqueries(out: Translation, agg: Aggregate, scope: Scope, key_var: 
     """Scalar subqueries of HAVING: nested counts and sums (nesting.py) correlated with the group's
     keys, looked up when the view table's HAVING is evaluated over the group's maps."""
     def group_key(c: exp.Column) -> str:
-        if not isinstance(c, CacheColumn) or c.name not in key_var:
+        if not CACHE.marks(c) or c.name not in key_var:
             raise refuse(f"the column {shown(c)} in a HAVING subquery")
         return key_var[c.name]
 
@@ -331,7 +331,7 @@ def _having_subqueries(out: Translation, agg: Aggregate, scope: Scope, key_var: 
     values = {sq.alias: builder.scalar_value(sq) for sq in agg.having_subqueries}
 
     def put(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, SubqueryValue):
+        if SUBQUERY.marks(node):
             return exp.Paren(this=values[node.name].copy())
         return node
 

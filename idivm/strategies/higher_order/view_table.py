@@ -133,16 +133,16 @@ class ViewFromMaps:
     def _maps_read(self, e: exp.Expression | None) -> set[str]:
         if e is None:
             return set()
-        slots = [self.t.slots[c.name] for c in e.find_all(SlotValue)]
+        slots = [self.t.slots[c.name] for c in SlotValue.find_all(e)]
         return {m for s in slots if not s.over_values for m in s.maps}
 
     def _over_maps(self, e: exp.Expression) -> exp.Expression:
         def put(node: exp.Expression) -> exp.Expression:
-            if isinstance(node, Variable):
+            if Variable.marks(node):
                 return col("c", node.name)
-            if isinstance(node, SlotValue):
+            if SlotValue.marks(node):
                 return self._slot(node.name)
-            if isinstance(node, NestedValue):
+            if NestedValue.marks(node):
                 return self.nested_value(node.name, "c")
             return node
 

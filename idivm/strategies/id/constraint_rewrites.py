@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from ...algebra.placeholders import PreImage
+from ...algebra.placeholders import PRE
 from ...program.trees import conjuncts
 from ...rules.idiff import IDiff, conj, is_not_true
 
@@ -56,7 +56,7 @@ def _key_equalities(where, alias: str, origin: str, key: tuple[str, ...]) -> lis
 
 def _rename(e: exp.Expression, alias: str, origin: str) -> exp.Expression:
     def fn(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Column) and not isinstance(node, PreImage) and node.table == alias:
+        if isinstance(node, exp.Column) and not PRE.marks(node) and node.table == alias:
             return exp.column(node.name, origin, quoted=True)
         return node
 
