@@ -33,13 +33,12 @@ from ..program import relations as R
 from ..sqltext import ident, string_literal
 
 
-def fold_select(info: TableInfo, signed_images: str, compared: list[str] | None = None) -> str:
+def fold_select(info: TableInfo, signed_images: str, compared: list[str]) -> str:
     """A SELECT of the effective i-diff rows of `info`'s table from a query of (img, n) rows; images
-    are compared on the `compared` columns (default: the whole image)."""
+    are compared on the `compared` columns (those the view reads: module docstring)."""
     # the key alone to group images by key, every column for the instance (module docstring)
     key_defs, col_defs = record_columns(info, info.key), record_columns(info, info.column_names)
-    compared_text = "CAST(w.img AS text)" if compared is None else \
-        f"CAST(jsonb_build_array({', '.join(f'w.img -> {string_literal(c)}' for c in compared)}) AS text)"
+    compared_text = f"CAST(jsonb_build_array({', '.join(f'w.img -> {string_literal(c)}' for c in compared)}) AS text)"
     keys = ", ".join(f"k.{ident(k)}" for k in info.key)
     pre, post = ident("pre"), ident("post")
     cols = ", ".join([f"{pre}.{ident(c)} AS {ident(R.pre(c))}" for c in info.column_names]
