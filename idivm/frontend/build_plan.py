@@ -25,6 +25,7 @@ from ..names import PART_SCHEMA
 from .aggregates import build_aggregate
 from .checks import refuse
 from .schema_checks import check_comparable, check_deterministic
+from .derived_tables import typed_number_outputs
 from .clauses import aggregating_subqueries, conjuncts, from_item, has_aggregation, where_conjuncts
 from .outer_joins import expand as expand_outer_joins, guard_derived_outputs, has_outer_join, merge_filtered_sides
 from .semijoins import extract_having_subqueries, extract_subqueries
@@ -194,7 +195,7 @@ def _compile_select(provider: SchemaProvider, select: exp.Select, first: bool,
     except OptimizeError as e:
         raise UnknownObject(f"{e}".replace("Column", "column").strip()) from None
     tree = guard_derived_outputs(tree, lambda t: infos[(t.db, t.name)].key[0])
-    tree = merge_filtered_sides(_merge_joined_subqueries(merge_subqueries(tree)))
+    tree = merge_filtered_sides(_merge_joined_subqueries(merge_subqueries(typed_number_outputs(tree))))
     if any(isinstance(sq.parent, (exp.From, exp.Join)) for sq in tree.find_all(exp.Subquery)):
         raise refuse("this subquery in FROM (it could not be merged into the outer query)")
     check_deterministic(provider, _with_definitions(tree, found) if found else tree)

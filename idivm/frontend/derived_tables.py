@@ -89,3 +89,32 @@ def _merge_in_from(tree: exp.Select) -> exp.Select:
         if m is not None and m is not h.this:
             c.set("this", m)
     return copy
+
+
+def typed_number_outputs(tree: exp.Select) -> exp.Select:
+    """A grouped query's subqueries in FROM with each output that is a bare number (`7 AS a`) written
+    as that number cast to the type PostgreSQL gives it (`CAST(7 AS INT) AS a`): the same value of
+    the same type. sqlglot's merge_subqueries leaves a subquery unmerged when the grouping of the
+    query over it reads such an output (merged, a bare number in GROUP BY would be an output's
+    position, not a value), and build_plan.py refuses a subquery left in FROM; a cast is a value
+    wherever it lands. Changes tree in place (build_plan.py's own qualified copy); returns it."""
+    for select in tree.find_all(exp.Select):
+        if not select.args.get("group"):
+            continue
+        for source in [select.args.get("from_"), *(select.args.get("joins") or [])]:
+            inner = source.this.this if source is not None and isinstance(source.this, exp.Subquery) else None
+            if not isinstance(inner, exp.Select) or not has_from(inner):
+                continue
+            for output in inner.expressions:
+                value = output.this if isinstance(output, exp.Alias) else None
+                if value is not None and value.is_number:
+                    value.replace(exp.Cast(this=value.copy(), to=exp.DataType.build(_number_type(value))))
+    return tree
+
+
+def _number_type(value: exp.Expression) -> str:
+    """The type PostgreSQL's parser gives a number literal (a minus sign does not change it)."""
+    text = (value.this if isinstance(value, exp.Neg) else value).this
+    if not text.isdigit():
+        return "NUMERIC"
+    return "INT" if int(text) < 2 ** 31 else "BIGINT" if int(text) < 2 ** 63 else "NUMERIC"
