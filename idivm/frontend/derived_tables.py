@@ -35,7 +35,7 @@ def merge_filtering_subquery(tree: exp.Expression) -> exp.Expression:
         return tree
     if not isinstance(tree, exp.Select) or not has_from(tree):
         return tree
-    tree = _merge_in_from(tree)
+    tree = _merge_in_from(_merge_in_ctes(tree))
     if tree.args.get("joins"):
         return tree
     holder = (tree.args.get("from_") or tree.args.get("from")).this
@@ -74,6 +74,24 @@ def merge_filtering_subquery(tree: exp.Expression) -> exp.Expression:
         if tree.args.get(clause) is not None:
             merged.set(clause, inline_columns(tree.args[clause], alias, by_name))
     return merged
+
+
+def _merge_in_ctes(tree: exp.Select) -> exp.Select:
+    """tree with the query of each of its CTEs merged where the module's docstring says (tree itself
+    when none is): a CTE is inlined as a subquery in FROM only later (ctes.py), after the check that
+    refuses subqueries outside the view's own WHERE."""
+    key = "with_" if tree.args.get("with_") is not None else "with"
+    ctes = tree.args.get(key)
+    if ctes is None:
+        return tree
+    merged = [merge_filtering_subquery(cte.this) for cte in ctes.expressions]
+    if all(m is cte.this for m, cte in zip(merged, ctes.expressions)):
+        return tree
+    copy = tree.copy()
+    for m, cte, copied in zip(merged, ctes.expressions, copy.args[key].expressions):
+        if m is not cte.this:
+            copied.set("this", m)
+    return copy
 
 
 def _merge_in_from(tree: exp.Select) -> exp.Select:
