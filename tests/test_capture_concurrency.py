@@ -313,10 +313,19 @@ def test_registration_waits_out_a_writer_that_deadlocks_with_it(fresh_db, engine
                          "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())").fetchone()[0]:
         assert time.monotonic() < deadline, "the registration never waited for b"
         time.sleep(0.05)  # it holds a and waits for b
-    writer.execute("INSERT INTO a VALUES (1, 1)")  # waits for a: a deadlock, broken after deadlock_timeout
-    writer.commit()
+    try:
+        writer.execute("INSERT INTO a VALUES (1, 1)")  # waits for a: a deadlock, broken after deadlock_timeout
+        writer.commit()
+        expected = [(1, 10)]
+    except psycopg.errors.DeadlockDetected:
+        # PostgreSQL checks a wait for deadlocks once, deadlock_timeout after it began: on a loaded
+        # machine the registration's check can come before the writer waits, and then the writer's
+        # own check finds the cycle and aborts the writer instead (seen once in CI). The
+        # registration must then simply finish.
+        writer.rollback()
+        expected = []
     writer.close()
     t.join(60)
     assert not errors, errors
     assert_equal_multiset(db, "v", sql, ["k", "x"])
-    assert db.execute("SELECT k, x FROM v").fetchall() == [(1, 10)]
+    assert db.execute("SELECT k, x FROM v").fetchall() == expected
