@@ -6,6 +6,7 @@ import threading
 import time
 
 import psycopg
+import psycopg.sql
 import pytest
 
 from helpers import assert_equal_multiset
@@ -296,7 +297,15 @@ def test_registration_waits_out_a_writer_that_deadlocks_with_it(fresh_db, engine
     db.execute("CREATE TABLE a (k int PRIMARY KEY, x int)")
     db.execute("CREATE TABLE b (k int PRIMARY KEY, x int)")
     sql = "SELECT a.k, b.x FROM a JOIN b ON a.k = b.k"
+    # PostgreSQL checks a wait for deadlocks once, deadlock_timeout after it began, and aborts the
+    # waiter whose check finds the cycle: the registration's sessions check after 5 s and the
+    # writer's after a minute, so the registration is the one aborted even when the writer starts
+    # waiting more than the default second after it (a loaded machine: once in CI)
+    name = db.execute("SELECT current_database()").fetchone()[0]
+    db.execute(psycopg.sql.SQL("ALTER DATABASE {} SET deadlock_timeout = '5s'").format(psycopg.sql.Identifier(name)))
+    engine.sa.dispose()  # its sessions start again with that setting
     writer = psycopg.connect(fresh_db)
+    writer.execute("SET deadlock_timeout = '60s'")
     writer.execute("INSERT INTO b VALUES (1, 10)")  # holds b
     errors: list[BaseException] = []
 
@@ -313,19 +322,10 @@ def test_registration_waits_out_a_writer_that_deadlocks_with_it(fresh_db, engine
                          "AND database = (SELECT oid FROM pg_database WHERE datname = current_database())").fetchone()[0]:
         assert time.monotonic() < deadline, "the registration never waited for b"
         time.sleep(0.05)  # it holds a and waits for b
-    try:
-        writer.execute("INSERT INTO a VALUES (1, 1)")  # waits for a: a deadlock, broken after deadlock_timeout
-        writer.commit()
-        expected = [(1, 10)]
-    except psycopg.errors.DeadlockDetected:
-        # PostgreSQL checks a wait for deadlocks once, deadlock_timeout after it began: on a loaded
-        # machine the registration's check can come before the writer waits, and then the writer's
-        # own check finds the cycle and aborts the writer instead (seen once in CI). The
-        # registration must then simply finish.
-        writer.rollback()
-        expected = []
+    writer.execute("INSERT INTO a VALUES (1, 1)")  # waits for a: a deadlock, broken after deadlock_timeout
+    writer.commit()
     writer.close()
     t.join(60)
     assert not errors, errors
     assert_equal_multiset(db, "v", sql, ["k", "x"])
-    assert db.execute("SELECT k, x FROM v").fetchall() == expected
+    assert db.execute("SELECT k, x FROM v").fetchall() == [(1, 10)]
