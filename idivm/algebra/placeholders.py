@@ -40,7 +40,7 @@ class Kind:
         return isinstance(node, exp.Column) and node.args.get(KEY) == self.label
 
     def find_all(self, tree: exp.Expression) -> Iterator[exp.Column]:
-        return (node for node in tree.find_all(exp.Column) if node.args.get(KEY) == self.label)
+        return (node for node in tree.find_all(exp.Column) if self.marks(node))
 
 
 def is_placeholder(node: exp.Expression) -> bool:

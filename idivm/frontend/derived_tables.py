@@ -35,7 +35,7 @@ def merge_filtering_subquery(tree: exp.Expression) -> exp.Expression:
         return tree
     if not isinstance(tree, exp.Select) or not has_from(tree):
         return tree
-    tree = _merge_in_from(_merge_in_ctes(tree))
+    tree = _merge_held(_merge_held(tree, _ctes), _subqueries_in_from)
     if tree.args.get("joins"):
         return tree
     holder = (tree.args.get("from_") or tree.args.get("from")).this
@@ -76,37 +76,30 @@ def merge_filtering_subquery(tree: exp.Expression) -> exp.Expression:
     return merged
 
 
-def _merge_in_ctes(tree: exp.Select) -> exp.Select:
-    """tree with the query of each of its CTEs merged where the module's docstring says (tree itself
-    when none is): a CTE is inlined as a subquery in FROM only later (ctes.py), after the check that
-    refuses subqueries outside the view's own WHERE."""
-    key = "with_" if tree.args.get("with_") is not None else "with"
-    ctes = tree.args.get(key)
-    if ctes is None:
-        return tree
-    merged = [merge_filtering_subquery(cte.this) for cte in ctes.expressions]
-    if all(m is cte.this for m, cte in zip(merged, ctes.expressions)):
+def _merge_held(tree: exp.Select, held) -> exp.Select:
+    """tree with the query each node of held(tree) holds (its `this`) merged where the module's
+    docstring says (a copy; tree itself when none is)."""
+    holders = held(tree)
+    merged = [merge_filtering_subquery(h.this) for h in holders]
+    if all(m is h.this for m, h in zip(merged, holders)):
         return tree
     copy = tree.copy()
-    for m, cte, copied in zip(merged, ctes.expressions, copy.args[key].expressions):
-        if m is not cte.this:
-            copied.set("this", m)
-    return copy
-
-
-def _merge_in_from(tree: exp.Select) -> exp.Select:
-    """tree with each subquery of its FROM and JOINs merged where the module's docstring says (tree
-    itself when none is)."""
-    holders = [j.this for j in [tree.args.get("from_") or tree.args.get("from")] + (tree.args.get("joins") or [])]
-    merged = [merge_filtering_subquery(h.this) if isinstance(h, exp.Subquery) else None for h in holders]
-    if all(m is None or m is h.this for m, h in zip(merged, holders)):
-        return tree
-    copy = tree.copy()
-    copied = [j.this for j in [copy.args.get("from_") or copy.args.get("from")] + (copy.args.get("joins") or [])]
-    for m, h, c in zip(merged, holders, copied):
-        if m is not None and m is not h.this:
+    for m, h, c in zip(merged, holders, held(copy)):
+        if m is not h.this:
             c.set("this", m)
     return copy
+
+
+def _subqueries_in_from(tree: exp.Select) -> list[exp.Subquery]:
+    sources = [tree.args.get("from_") or tree.args.get("from")] + (tree.args.get("joins") or [])
+    return [j.this for j in sources if isinstance(j.this, exp.Subquery)]
+
+
+def _ctes(tree: exp.Select) -> list[exp.CTE]:
+    """A CTE is inlined as a subquery in FROM only later (ctes.py), after the check that refuses
+    subqueries outside the view's own WHERE: its query is merged here as a subquery's is."""
+    ctes = tree.args.get("with_") or tree.args.get("with")
+    return list(ctes.expressions) if ctes is not None else []
 
 
 def typed_number_outputs(tree: exp.Select) -> exp.Select:
