@@ -99,28 +99,38 @@ END
 def ensure_capture(conn: Connection, info: TableInfo, threshold: Threshold) -> int:
     """Install (once per table) the log and triggers; return the captured table's id. threshold(conn,
     captured id): the pending-change count at which the capture function notifies the scheduler
-    (operate/policy.py decides it)."""
-    existing = catalog.captured_id(conn, info.schema, info.name)
+    (operate/policy.py decides it). A table dropped and created again under a captured name gets the
+    triggers again, under the same id, and the log loses the dropped table's rows: the views over it
+    went stale with the drop, and a refresh fills them from the new table."""
+    existing = catalog.capture_of(conn, info.schema, info.name)
     if existing is not None:
-        catalog.set_captured_key(conn, existing, list(info.key))
-        return existing
+        cid, installed = existing
+        catalog.set_captured_key(conn, cid, list(info.key))
+        if not installed:
+            run(conn, f"TRUNCATE {log_table(cid)}")
+            _install_triggers(conn, cid, info, threshold)
+        return cid
     cid = catalog.insert_captured(conn, info.schema, info.name, list(info.key))
     log = log_table(cid)
-    fn = qualified("idivm", f"capture_{cid}")
     run(conn, f"CREATE TABLE {log} (xid xid8 NOT NULL DEFAULT pg_current_xact_id(), "
         "seq bigint GENERATED ALWAYS AS IDENTITY, old_row jsonb, new_row jsonb, "
         "logged_at timestamptz NOT NULL DEFAULT now())")
     index_log(conn, cid)
-    catalog.set_capture_objects(conn, cid, log, fn)
+    catalog.set_capture_objects(conn, cid, log, qualified("idivm", f"capture_{cid}"))
+    _install_triggers(conn, cid, info, threshold)
+    return cid
+
+
+def _install_triggers(conn: Connection, cid: int, info: TableInfo, threshold: Threshold) -> None:
     install_function(conn, cid, info, threshold)
     t = info.qualified
+    fn = qualified("idivm", f"capture_{cid}")
     for name, (when, referencing) in TRIGGER_DDL.items():
         run(conn, f"CREATE TRIGGER {name} {when} ON {t} {referencing} FOR EACH STATEMENT EXECUTE FUNCTION {fn}()")
     # a partitioned table: the same triggers on every partition, before the ALTER TABLE below fires the
     # event trigger (which would log the partitions' rows as newly attached)
     sync_partitions(conn, cid, log_rows=False)
     enable_always(conn, t)
-    return cid
 
 
 def index_log(conn: Connection, captured_id: int) -> None:

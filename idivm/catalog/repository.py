@@ -335,6 +335,17 @@ def captured_id(conn: Connection, schema: str, table: str) -> int | None:
                         {"s": schema, "t": table}).scalar()
 
 
+def capture_of(conn: Connection, schema: str, table: str) -> tuple[int, bool] | None:
+    """The captured id of the table of that name, and whether that table carries its capture
+    triggers: a table dropped and created again under the same name does not (its views went stale
+    with the drop; capture/schema_changes.py)."""
+    row = conn.execute(sa.text(
+        "SELECT c.id, EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgname = 'idivm_capture_insert' "
+        "AND t.tgrelid = to_regclass(format('%I.%I', c.schema_name, c.table_name))) "
+        "FROM idivm.captured_tables c WHERE c.schema_name = :s AND c.table_name = :t"), {"s": schema, "t": table}).first()
+    return None if row is None else (row[0], row[1])
+
+
 def insert_captured(conn: Connection, schema: str, table: str, key: list[str]) -> int:
     """A newly captured table (its log and function names are set once they exist); returns its id."""
     return conn.execute(sa.text(

@@ -58,8 +58,8 @@ def check_mode(mode: str) -> None:
 def register(tx: Transactions, request: Request, fill: Fill) -> str:
     """Compile, create and fill a maintained view and install capture on its base tables. Returns
     "created", or, for a name already registered, "exists" (if_not_exists), "unchanged" (replace:
-    same query as parsed, strategy and mode) or "replaced" (replace: rebuilt with the views over it,
-    or only its mode switched)."""
+    same query as parsed, strategy and mode, and not stale) or "replaced" (replace: rebuilt with the
+    views over it, or only its mode switched)."""
     request.check()
     schema, view = parse_name(request.name)
     with tx.reading() as conn:
@@ -70,7 +70,7 @@ def register(tx: Transactions, request: Request, fill: Fill) -> str:
         existing = catalog.view_by_name(conn, schema, view) if (request.replace or request.if_not_exists) else None
         why = "" if existing is None or request.if_not_exists else (
             what_differs(conn, existing, request.sql, request.strategy, request.mode, lambda: compiled.strategy)
-            if request.minimized else "unminimized")
+            if request.minimized else "unminimized") or ("stale" if existing.stale_reason is not None else "")
     if existing is not None:
         if request.if_not_exists:
             return "exists"

@@ -47,11 +47,11 @@ def register_locked(conn: Connection, schema: str, view: str, sql: str, strategy
     if compiled is None or not still_as_reflected(conn, compiled.view.tables.values()):
         compiled = compile_in(conn, sql, strategy, minimized)
     shown = f"{schema}.{view}"
+    if catalog.view_by_name(conn, schema, view):  # its relation may be gone with a DROP SCHEMA (then it is stale)
+        raise IdivmError(f'cannot register "{shown}": a maintained view with that name already exists; register '
+                         "it with --replace to rebuild it from this query (replace=True in Python), or with "
+                         "--if-not-exists to keep it as it is (if_not_exists=True)")
     if relation_exists(conn, qualified(schema, view)):
-        if catalog.view_by_name(conn, schema, view):
-            raise IdivmError(f'cannot register "{shown}": a maintained view with that name already exists; register '
-                             "it with --replace to rebuild it from this query (replace=True in Python), or with "
-                             "--if-not-exists to keep it as it is (if_not_exists=True)")
         raise IdivmError(f'cannot register "{shown}": a table or view with that name already exists; choose another '
                          "name, or drop or rename it first")
     if not schema_exists(conn, schema):
