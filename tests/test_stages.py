@@ -54,6 +54,30 @@ def test_rendering_leaves_the_program_as_it_was(name):
 
 
 @pytest.mark.parametrize("name", CASES)
+def test_the_stored_program_reads_back_as_the_same_trees(name):
+    """program/serialize.py's JSON form keeps every tree whole: read back, each step equals the
+    compiled one (sqlglot's tree equality covers every argument, placeholder marks included), prints
+    and renders the same, and writes the same text again."""
+    first, sql = (FIXTURES / f"{name}.sql").read_text().split("\n", 1)
+    strategy = first.removeprefix("-- strategy:").strip()
+    c = compile_view(sql.strip(), SCHEMA, strategy)
+    for program in (c.program, c.bound(1, {t: i for i, t in enumerate(c.tables(), 1)})[1]):
+        text = to_json(program)
+        again = from_json(text)
+        assert again.steps == program.steps and again.refills == program.refills
+        assert again.derivations == program.derivations and again.strategy == program.strategy
+        assert to_json(again) == text
+    assert [t for _, t in render(again)] == [t for _, t in render(program)]
+
+
+def test_a_stored_program_of_another_format_is_refused_in_one_line():
+    from idivm.errors import IdivmError
+
+    with pytest.raises(IdivmError, match="register the view again"):
+        from_json('{"version": 1, "strategy": "id", "steps": [], "derivations": [], "refills": []}')
+
+
+@pytest.mark.parametrize("name", CASES)
 def test_the_compiler_knows_no_catalog_id_and_binding_names_every_relation(name):
     """The compiler's program names Δs by table, the view's own tables symbolically and scratch
     relations by purpose (compiler.py); bound to a view's ids (program/bind.py) every Δ is a

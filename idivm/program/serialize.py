@@ -1,8 +1,14 @@
 """The JSON form of a Δ-program, stored in the catalog (idivm.views.program).
 
-Trees are kept as sqlglot's own serialization (Expression.dump / load), so a
-program read back is the same tree an engine would have rendered at
-registration; a Spark engine renders the stored program, not PostgreSQL text.
+Trees are kept as trees, not as SQL text, so a program read back is the same tree an engine would
+have rendered at registration (tree equality: every argument, placeholder marks included); a Spark
+engine renders the stored program, not PostgreSQL text. A node is a JSON object naming its sqlglot
+class under the key "" beside its arguments. sqlglot's own `Expression.dump` writes the same
+trees as a flat list of objects naming each node's module and parent: about 100 bytes a node,
+so an outer-join view's program took 0.8-1.7 MB and a fifth of its registration's client time
+to write (docs/benchmarks.md, "The test suite"); this form is a third of the size and a third
+of the time. What sqlglot records beside the arguments (a cast's derived type, the parser's
+positions) is not kept: no engine reads it back.
 """
 from __future__ import annotations
 
@@ -11,15 +17,43 @@ import json
 
 from sqlglot import exp
 
+from ..errors import IdivmError
 from . import steps as S
 
 STEP_TYPES = {cls.__name__: cls for cls in (S.CreateScratch, S.DeleteMatching, S.UpdateMatching, S.InsertRows, S.MergeRows, S.AddToMap)}
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+CLASS = ""  # the key naming a node's class: no sqlglot argument is called that
+
+
+def _tree(node: exp.Expression) -> dict:
+    out = {CLASS: type(node).__name__}
+    for key, value in node.args.items():
+        if value is None:
+            continue
+        if type(value) is list:
+            out[key] = [_tree(v) if isinstance(v, exp.Expression) else v for v in value]
+        elif isinstance(value, exp.Expression):
+            out[key] = _tree(value)
+        elif isinstance(value, exp.DType):
+            out[key] = {"DType": value.value}
+        else:
+            out[key] = value
+    return out
+
+
+def _node(value):
+    if type(value) is dict:
+        if CLASS in value:
+            return getattr(exp, value[CLASS])(**{k: _node(v) for k, v in value.items() if k != CLASS})
+        return exp.DType(value["DType"])
+    if type(value) is list:
+        return [_node(v) for v in value]
+    return value
 
 
 def _dump(value):
     if isinstance(value, exp.Expression):
-        return {"tree": value.dump()}
+        return {"tree": _tree(value)}
     if isinstance(value, S.Record):
         return {"record": {f.name: _dump(getattr(value, f.name)) for f in dataclasses.fields(value)}}
     if isinstance(value, (list, tuple)):
@@ -29,7 +63,7 @@ def _dump(value):
 
 def _load(value):
     if isinstance(value, dict) and "tree" in value:
-        return exp.Expression.load(value["tree"])
+        return _node(value["tree"])
     if isinstance(value, dict) and "record" in value:
         return S.Record(**{k: _load(v) for k, v in value["record"].items()})
     if isinstance(value, list):
@@ -44,18 +78,25 @@ def to_json(program: S.Program) -> str:
         steps.append({"step": type(step).__name__, **fields})
     refills = [{f.name: _dump(getattr(r, f.name)) for f in dataclasses.fields(r)} for r in program.refills]
     return json.dumps({"version": FORMAT_VERSION, "strategy": program.strategy, "steps": steps,
-                       "derivations": program.derivations, "refills": refills}, separators=(",", ":"))
+                       "derivations": program.derivations, "refills": refills}, separators=(",", ":"), ensure_ascii=False)
 
 
 def targets(text: str) -> list[exp.Expression]:
     """The targets of a stored program's steps, loading no other tree (dropping a view needs only
     these, and a whole program of an outer-join view is slow to load)."""
-    return [exp.Expression.load(raw["target"]["tree"]) for raw in json.loads(text)["steps"]
+    return [_node(raw["target"]["tree"]) for raw in json.loads(text)["steps"]
             if isinstance(raw.get("target"), dict) and "tree" in raw["target"]]
 
 
+def _checked(data: dict) -> dict:
+    if data.get("version") != FORMAT_VERSION:
+        raise IdivmError(f"this view's stored program is of format {data.get('version')}, which this idivm "
+                         f"does not read (it reads {FORMAT_VERSION}): register the view again")
+    return data
+
+
 def from_json(text: str) -> S.Program:
-    data = json.loads(text)
+    data = _checked(json.loads(text))
     out = S.Program(strategy=data["strategy"], derivations=list(data["derivations"]))
     for raw in data["steps"]:
         cls = STEP_TYPES[raw.pop("step")]
