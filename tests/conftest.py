@@ -8,8 +8,10 @@ Every test run works in fresh databases it creates and drops.
 """
 from __future__ import annotations
 
+import compileall
 import contextlib
 import gc
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -23,7 +25,14 @@ import psycopg
 import pytest
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-import idivm
+# idivm's bytecode, written once before any test process imports it. Where PYTHONDONTWRITEBYTECODE
+# is set (this machine sets it), Python writes none, and every process compiled idivm's modules from
+# source again: each pytest-xdist worker, and each of the 70-odd `idivm` command-line runs the tests
+# start (0.8 s to import the CLI and the API from source against 0.5 s from bytecode; a sampled run
+# spent about 25 s compiling; docs/benchmarks.md, "The test suite"). Up-to-date files are skipped.
+compileall.compile_dir(importlib.util.find_spec("idivm").submodule_search_locations[0], quiet=1)
+
+import idivm  # noqa: E402
 from helpers import CODEGEN_OFF
 
 # The tests' Spark batches are tiny and each test process starts its own JVM: its second compiler

@@ -1,4 +1,4 @@
-"""A sustained load (several writers for 20 s on loopback, IDIVM_TEST_LOAD_SECONDS; longer runs are
+"""A sustained load (several writers for 10 s on loopback, IDIVM_TEST_LOAD_SECONDS; longer runs are
 scripts/bench_load.py's) while the scheduler runs: every insert reaches the view, the views equal
 recomputation at the end, and the scheduler exits 0 on SIGTERM. The lag percentiles are printed
 (and are the benchmark's business, not asserted here)."""
@@ -13,7 +13,7 @@ from idivm.bench.load import report, run
 
 @pytest.mark.slow
 def test_sustained_load_under_the_scheduler(server_dsn, capsys):
-    seconds = float(os.environ.get("IDIVM_TEST_LOAD_SECONDS", "20"))
+    seconds = float(os.environ.get("IDIVM_TEST_LOAD_SECONDS", "10"))
     result = run(server_dsn, seconds=seconds, writers=3)
     with capsys.disabled():
         print()
