@@ -388,17 +388,19 @@ def delete_captured(conn: Connection, captured_id: int) -> None:
 
 
 def capture_logging(conn: Connection) -> list[sa.Row]:
-    """Every captured table whose base table exists and is not partitioned: id, the table as a
-    quoted name, log_table, whether a deferred view reads it (`needed`) and whether its capture
-    triggers are enabled now (`enabled`)."""
+    """Every captured table whose base table exists, is not partitioned and carries its capture
+    triggers (a table dropped and created again does not, until a registration or refresh over it
+    captures it again: capture/triggers.ensure_capture): id, the table as a quoted name, log_table,
+    whether a deferred view reads it (`needed`) and whether its capture triggers are enabled now
+    (`enabled`)."""
     return conn.execute(sa.text(
         "SELECT c.id, format('%I.%I', c.schema_name, c.table_name) AS qualified, c.log_table, "
         "EXISTS (SELECT 1 FROM idivm.view_inputs vi JOIN idivm.views v ON v.id = vi.view_id "
         "        WHERE vi.captured_table_id = c.id AND v.mode = 'deferred') AS needed, "
-        "EXISTS (SELECT 1 FROM pg_trigger t WHERE t.tgrelid = r.oid AND t.tgname = 'idivm_capture_insert' "
-        "        AND t.tgenabled <> 'D') AS enabled "
+        "t.tgenabled <> 'D' AS enabled "
         "FROM idivm.captured_tables c "
         "JOIN pg_class r ON r.oid = to_regclass(format('%I.%I', c.schema_name, c.table_name)) "
+        "JOIN pg_trigger t ON t.tgrelid = r.oid AND t.tgname = 'idivm_capture_insert' "
         "WHERE r.relkind = 'r' ORDER BY c.id")).all()
 
 
