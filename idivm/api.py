@@ -353,7 +353,7 @@ class Engine:
         return [{
             "view": s.view, "strategy": s.strategy, "pending": s.state.pending,
             "last_maintained_at": s.state.last_maintained_at, "last_duration_ms": s.last_duration_ms,
-            "last_changes": s.last_changes, "storage": s.storage.as_json(),
+            "last_changes": s.last_changes, "stale": s.stale_reason, "storage": s.storage.as_json(),
         } for s in self.status(storage=True)]
 
     def status(self, default: Policy = DEFAULT, storage: bool = False) -> list[ViewStatus]:

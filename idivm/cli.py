@@ -231,7 +231,7 @@ def explain(name: Optional[str] = typer.Argument(None, help="a registered view (
 
 @app.command("list")
 def list_views(as_json: bool = typer.Option(False, "--json", help="one JSON object per view, in a list")):
-    """Registered views with strategy, pending changes and last maintenance."""
+    """Registered views with strategy, pending changes and last maintenance; a stale one says why."""
     from datetime import datetime, timezone
 
     from .operate.storage import Storage
@@ -247,7 +247,7 @@ def list_views(as_json: bool = typer.Option(False, "--json", help="one JSON obje
     for r in rows:
         when = r["last_maintained_at"]
         size = r["storage"]
-        t.add_row(r["view"], r["strategy"], str(r["pending"]),
+        t.add_row(r["view"] + (f" (stale: {r['stale']})" if r["stale"] else ""), r["strategy"], str(r["pending"]),
                   _age((now - when).total_seconds()) + " ago" if when else "never",
                   f"{r['last_duration_ms']:.1f}" if r["last_duration_ms"] is not None else "",
                   str(r["last_changes"] if r["last_changes"] is not None else ""),

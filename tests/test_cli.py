@@ -93,8 +93,13 @@ def test_version_and_list_as_json(fresh_db, db):
     assert r.returncode == 0, r.stderr
     [view] = json.loads(r.stdout)
     assert view["view"] == "public.cheap" and view["pending"] == 0 and view["last_maintained_at"].startswith("20")
+    assert view["stale"] is None
     r = cli(fresh_db, "list")
-    assert "s ago" in r.stdout, r.stdout  # an age, like status shows
+    assert "s ago" in r.stdout and "stale" not in r.stdout, r.stdout  # an age, like status shows
+    db.execute("ALTER TABLE parts RENAME COLUMN price TO cost")
+    r = cli(fresh_db, "list", "--json")
+    assert json.loads(r.stdout)[0]["stale"] == "column(s) price of base table public.parts were dropped, renamed or changed type"
+    assert "stale: column(s) price" in cli(fresh_db, "list").stdout.replace("\n", "")
 
 
 def test_help_shows_no_flag_types_and_benchmarks_list_their_own_options():

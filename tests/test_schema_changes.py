@@ -102,6 +102,7 @@ def test_a_view_gone_with_its_schema_is_replaced_by_name(engine, tables):
     engine.register_view("app.v", view)
     tables.execute("DROP SCHEMA app CASCADE")
     assert "base table app.t was dropped" in _stale(engine, "app.v")
+    assert [r["stale"] for r in engine.list() if r["view"] == "app.v"] == ["base table app.t was dropped"]
     tables.execute("CREATE SCHEMA app")
     tables.execute("CREATE TABLE app.t (k int PRIMARY KEY, a int)")
     tables.execute("INSERT INTO app.t VALUES (1, 1), (2, 1), (3, 2)")
