@@ -68,9 +68,11 @@ def register(tx: Transactions, request: Request, fill: Fill) -> str:
         # the query must still compile under the strategy asked for
         compiled = compile_in(conn, request.sql, request.strategy, request.minimized)
         existing = catalog.view_by_name(conn, schema, view) if (request.replace or request.if_not_exists) else None
-        why = "" if existing is None or request.if_not_exists else (
-            what_differs(conn, existing, request.sql, request.strategy, request.mode, lambda: compiled.strategy)
-            if request.minimized else "unminimized") or ("stale" if existing.stale_reason is not None else "")
+        why = ""  # what a replace changes; nothing: the view is left as it is
+        if existing is not None and not request.if_not_exists:
+            why = (what_differs(conn, existing, request.sql, request.strategy, request.mode, lambda: compiled.strategy)
+                   if request.minimized else "unminimized")
+            why = why or ("stale" if existing.stale_reason is not None else "")  # a stale view is rebuilt
     if existing is not None:
         if request.if_not_exists:
             return "exists"

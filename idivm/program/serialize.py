@@ -3,12 +3,11 @@
 Trees are kept as trees, not as SQL text, so a program read back is the same tree an engine would
 have rendered at registration (tree equality: every argument, placeholder marks included); a Spark
 engine renders the stored program, not PostgreSQL text. A node is a JSON object naming its sqlglot
-class under the key "" beside its arguments. sqlglot's own `Expression.dump` writes the same
-trees as a flat list of objects naming each node's module and parent: about 100 bytes a node,
-so an outer-join view's program took 0.8-1.7 MB and a fifth of its registration's client time
-to write (docs/benchmarks.md, "The test suite"); this form is a third of the size and a third
-of the time. What sqlglot records beside the arguments (a cast's derived type, the parser's
-positions) is not kept: no engine reads it back.
+class under the key "" beside its arguments. Not sqlglot's own `Expression.dump`, which names
+each node's module path and parent index in a flat list: every registration writes its program,
+and that form made an outer-join view's program 2.6 times as large and twice as slow to write and read
+(docs/benchmarks.md, "The stored program's JSON form"). What sqlglot records beside the arguments
+(a cast's derived type, the parser's positions) is not kept: no engine reads it back.
 """
 from __future__ import annotations
 
