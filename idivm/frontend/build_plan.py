@@ -7,6 +7,7 @@ its EXISTS / IN subqueries extracted; the stages before this are driver.py's.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -27,7 +28,8 @@ from .checks import refuse
 from .schema_checks import check_comparable, check_deterministic
 from .derived_tables import typed_number_outputs
 from .clauses import aggregating_subqueries, conjuncts, from_item, has_aggregation, where_conjuncts
-from .outer_joins import expand as expand_outer_joins, guard_derived_outputs, has_outer_join, merge_filtered_sides
+from .outer_joins import (OUTER_SIDES, expand as expand_outer_joins, guard_derived_outputs, has_outer_join,
+                          merge_filtered_sides, side_of)
 from .semijoins import extract_having_subqueries, extract_subqueries
 from .schema import SchemaProvider
 from ..algebra.tables import TableInfo
@@ -109,17 +111,24 @@ def _merge_joined_subqueries(tree: exp.Select) -> exp.Select:
     """Merge subqueries that join tables and stand on the right of a join, which sqlglot leaves.
 
     Inner joins commute: every ON condition moves to WHERE (a conjunct there means the same) and
-    the subquery moves to the front of FROM, where merge_subqueries can merge it."""
-    if has_outer_join(tree):
-        return tree  # outer joins do not commute
-    for _ in range(len(tree.args.get("joins") or [])):
+    the subquery moves to the front of FROM, where merge_subqueries can merge it. With LEFT joins
+    after them, the inner joins before the first LEFT one still commute: they form its preserved
+    side, whose rows a WHERE conjunct over their columns keeps or drops alike before or after it
+    (a scalar subquery decorrelated into a LEFT JOIN, scalar_subqueries.py, makes this shape).
+    Not with RIGHT or FULL joins: those pad the inner joins' columns with NULLs, which a condition
+    moved to WHERE would drop."""
+    joins = tree.args.get("joins") or []
+    if any(side_of(j) in ("RIGHT", "FULL") for j in joins):
+        return tree  # outer joins that pad the inner joins' side do not commute with them
+    for _ in range(len(joins)):
         joins = tree.args.get("joins") or []
-        target = next((j for j in joins if isinstance(j.this, exp.Subquery)), None)
+        inner = list(itertools.takewhile(lambda j: side_of(j) not in OUTER_SIDES, joins))
+        target = next((j for j in inner if isinstance(j.this, exp.Subquery)), None)
         src = tree.args.get("from_") or tree.args.get("from")
         if target is None or src is None or isinstance(src.this, exp.Subquery):
             break
-        conds = [j.args["on"] for j in joins if j.args.get("on") is not None]
-        for j in joins:
+        conds = [j.args["on"] for j in inner if j.args.get("on") is not None]
+        for j in inner:
             j.set("on", None)
             j.set("kind", "CROSS")
         first = src.this
