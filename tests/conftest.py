@@ -123,26 +123,49 @@ def _with_db(dsn: str, db: str) -> str:
 
 
 class _Reaper:
-    """Test databases dropped a batch at a time. PostgreSQL 15 checkpoints for every DROP DATABASE
-    (all of the server's dirty buffers written and synced, and the drop waits for it): one drop per
-    test made the run's four workers checkpoint hundreds of times while the others wrote (test
-    teardowns took 0.3-0.4 s against 20 ms alone; docs/benchmarks.md, "The test suite"). A batch's
-    drops, sent at once from connections of their own, share the checkpoints in progress."""
+    """Test databases dropped at the end of the run, or a batch at a time where the disk is short.
+    PostgreSQL 15 checkpoints for every DROP DATABASE (all of the server's dirty buffers written and
+    synced, and the drop waits for it): one drop per test made the run's four workers checkpoint
+    hundreds of times while the others wrote, and batches of 16 drops still checkpointed about
+    fifty times amid the other workers' writes (the server under a third of its time stalled on
+    I/O; docs/benchmarks.md, "The test suite"). At the end, the checkpoints have little left to
+    write. A test database holds about 10 MB, so a worker's 200 of them are kept where the server's
+    disk has KEEP_FREE bytes to spare (a server whose disk this process cannot see drops a batch
+    at a time). Drops go out from POOL connections at once and share the checkpoints in progress."""
 
-    BATCH = 16
+    BATCH = 16  # where the disk is short or unknown
+    KEEP = 400  # at most, where it has room
+    KEEP_FREE = 20 * 2**30
+    POOL = 8  # connections per worker for the drops (the server's max_connections is 100 by default)
 
     def __init__(self):
         self.pending: list[tuple[str, str]] = []  # (server DSN, database)
+        self.limit: int | None = None
 
     def drop_later(self, server_dsn: str, name: str) -> None:
         self.pending.append((server_dsn, name))
-        if len(self.pending) >= self.BATCH:
+        if self.limit is None:
+            self.limit = self.KEEP if self._free_bytes(server_dsn) >= self.KEEP_FREE else self.BATCH
+        if len(self.pending) >= self.limit:
             self.drop_all()
+
+    @staticmethod
+    def _free_bytes(server_dsn: str) -> int:
+        """Free bytes where the server keeps its data, or 0 when this process cannot see them
+        (a server elsewhere, or a data directory it may not read)."""
+        try:
+            with psycopg.connect(server_dsn, autocommit=True) as c:
+                data = c.execute("SELECT current_setting('data_directory')").fetchone()[0]
+            if conninfo_to_dict(server_dsn).get("host") not in ("127.0.0.1", "localhost", "::1", None):
+                return 0
+            return shutil.disk_usage(data).free
+        except (psycopg.Error, OSError):
+            return 0
 
     def drop_all(self) -> None:
         batch, self.pending = self.pending, []
         if batch:
-            with ThreadPoolExecutor(len(batch)) as pool:
+            with ThreadPoolExecutor(min(len(batch), self.POOL)) as pool:
                 list(pool.map(self._drop, batch))
 
     @staticmethod
@@ -150,14 +173,19 @@ class _Reaper:
         """DROP ... WITH (FORCE) terminates the database's sessions, then fails if one is still
         there after 5 s: a session that connected after the termination, or a backend slow to exit
         (CI saw "being accessed by other users" once, in a batch drop after a Spark test). The drop
-        is tried again; a database still in use after that is left to the server (and warned
-        about): cleaning up is not what a test checks, and the throwaway cluster goes whole."""
+        is tried again, as is one the server refused a connection for (other workers' tests may
+        hold most of its connections); a database still there after that is left to the server (and
+        warned about): cleaning up is not what a test checks, and the throwaway cluster goes whole."""
         for attempt in range(attempts):
             try:
                 with psycopg.connect(item[0], autocommit=True) as c:
                     c.execute(f'DROP DATABASE IF EXISTS "{item[1]}" WITH (FORCE)')
                 return
-            except psycopg.errors.ObjectInUse:
+            except (psycopg.errors.ObjectInUse, psycopg.errors.TooManyConnections):
+                time.sleep(0.5 * (attempt + 1))
+            except psycopg.OperationalError as e:  # a refused connection is no SQL error of its own class
+                if "too many clients" not in str(e):
+                    raise
                 time.sleep(0.5 * (attempt + 1))
         warnings.warn(f"test database {item[1]} still in use after {attempts} drops; left in place")
 
@@ -261,6 +289,16 @@ def pytest_collection_modifyitems(config, items):
     # sends first as the largest unit, while the short ones fill the gaps, instead of one of them
     # starting last and running alone.
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def pytest_collection_finish(session):
+    """A worker of `--dist loadgroup` warns when pytest-xdist did not group the Spark tests (it marks
+    a grouped test's id with `@group`): with pytest 9.2 it silently stopped (pytest-xdist#1386), and
+    each worker started its own JVM, a minute of the run's CPU each (pyproject.toml pins pytest)."""
+    if getattr(session.config.option, "loadgroup", False) and any(
+            item.get_closest_marker("xdist_group") is not None and "@" not in item.nodeid for item in session.items):
+        warnings.warn("pytest-xdist did not group the tests marked xdist_group: each worker will start its own "
+                      "Spark JVM (check the pytest / pytest-xdist versions against pyproject.toml's pin)")
 
 
 DIFFERENTIAL_STATS: dict = {}  # what the differential test's families added up to (test_differential_spj.py)
