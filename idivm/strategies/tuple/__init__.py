@@ -16,12 +16,14 @@ from ...rules.semijoin import without_subqueries
 from ...rules.spj import VIEW_ALIAS, SpjTarget, binder
 
 
-def pre_state_view_ids(target: SpjTarget, s: str, conds) -> exp.Query:
-    """IDs of pre-state view tuples that use a deleted/updated tuple of scan s."""
+def pre_state_view_ids(target: SpjTarget, s: str, conds, before: frozenset[str]) -> exp.Query:
+    """IDs of pre-state view tuples whose first deleted/updated tuple, in the order of the scans,
+    is one of scan s (the scans `before` it unchanged in them): each such view tuple is found by
+    one scan's step, not by one per changed tuple in it (rules/pre_state.py)."""
     def ids(bind) -> list[exp.Expression]:
         return [alias(bind(exp.column(i.column, i.scan)), i.name) for i in target.plan.ids]
 
-    return pre_state_rows(target, s, conds, ids)
+    return pre_state_rows(target, s, conds, ids, unchanged=before)
 
 
 def tuple_program(target: SpjTarget) -> Program:
@@ -31,11 +33,12 @@ def tuple_program(target: SpjTarget) -> Program:
     # here): deleting a superset of the pre-state tuples is safe, the inserts re-derive the rest
     pre_conds = without_subqueries(conds)
     match = [eq(col(VIEW_ALIAS, i.name), col("x", i.name)) for i in target.plan.ids]
-    for s in scans(target.plan):
+    for k, s in enumerate(scans(target.plan)):
         others = [o.alias for o in scans(target.plan) if o.alias != s.alias]
+        before = frozenset(o.alias for o in scans(target.plan)[:k])
         program.steps.append(DeleteMatching(
             phase=0, purpose=f"D-_V: pre-state view tuples with deleted/updated {s.alias} tuples",
-            target=target.ref(), using=[subquery(pre_state_view_ids(target, s.alias, pre_conds), "x")],
+            target=target.ref(), using=[subquery(pre_state_view_ids(target, s.alias, pre_conds, before), "x")],
             condition=all_of(match), driven_by=target.table_key(s.alias)))
         bind_post = binder(target, s.alias)
         filters = [kind_is(R.INSERTED, R.UPDATED)] + [bind_post(c) for c in conds]
