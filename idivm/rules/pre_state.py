@@ -48,10 +48,10 @@ def pre_state_rows(target: SpjTarget, s: str, conds, outputs, s_filter: exp.Expr
     every other scan in both states plans n * 2^(n-1) of them (a seven-way join: 127 against 448).
     """
     others = [o.alias for o in scans(target.plan) if o.alias != s]
-    if 2 ** len([o for o in others if o not in unchanged]) > MAX_PRESTATE_BRANCHES:
+    either = [o for o in others if o not in unchanged]  # read unchanged or as pre-images, one branch each
+    if 2 ** len(either) > MAX_PRESTATE_BRANCHES:
         raise IdivmError(f"the tuple strategy supports views over at most "
                          f"{MAX_PRESTATE_BRANCHES.bit_length()} tables; use --strategy id")
-    either = [o for o in others if o not in unchanged]
     branches = []
     for mask in range(2 ** len(either)):
         mapping = {s: (DIFF_ALIAS, R.pre(""))}

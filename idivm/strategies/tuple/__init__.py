@@ -33,9 +33,10 @@ def tuple_program(target: SpjTarget) -> Program:
     # here): deleting a superset of the pre-state tuples is safe, the inserts re-derive the rest
     pre_conds = without_subqueries(conds)
     match = [eq(col(VIEW_ALIAS, i.name), col("x", i.name)) for i in target.plan.ids]
-    for k, s in enumerate(scans(target.plan)):
-        others = [o.alias for o in scans(target.plan) if o.alias != s.alias]
-        before = frozenset(o.alias for o in scans(target.plan)[:k])
+    in_order = scans(target.plan)
+    for k, s in enumerate(in_order):
+        others = [o.alias for o in in_order if o.alias != s.alias]
+        before = frozenset(o.alias for o in in_order[:k])
         program.steps.append(DeleteMatching(
             phase=0, purpose=f"D-_V: pre-state view tuples with deleted/updated {s.alias} tuples",
             target=target.ref(), using=[subquery(pre_state_view_ids(target, s.alias, pre_conds, before), "x")],
