@@ -153,11 +153,11 @@ class _Reaper:
     def _free_bytes(server_dsn: str) -> int:
         """Free bytes where the server keeps its data, or 0 when this process cannot see them
         (a server elsewhere, or a data directory it may not read)."""
+        if conninfo_to_dict(server_dsn).get("host") not in ("127.0.0.1", "localhost", "::1", None):
+            return 0
         try:
             with psycopg.connect(server_dsn, autocommit=True) as c:
                 data = c.execute("SELECT current_setting('data_directory')").fetchone()[0]
-            if conninfo_to_dict(server_dsn).get("host") not in ("127.0.0.1", "localhost", "::1", None):
-                return 0
             return shutil.disk_usage(data).free
         except (psycopg.Error, OSError):
             return 0
@@ -181,10 +181,8 @@ class _Reaper:
                 with psycopg.connect(item[0], autocommit=True) as c:
                     c.execute(f'DROP DATABASE IF EXISTS "{item[1]}" WITH (FORCE)')
                 return
-            except (psycopg.errors.ObjectInUse, psycopg.errors.TooManyConnections):
-                time.sleep(0.5 * (attempt + 1))
-            except psycopg.OperationalError as e:  # a refused connection is no SQL error of its own class
-                if "too many clients" not in str(e):
+            except psycopg.OperationalError as e:  # a refused connection carries no SQLSTATE: its message tells
+                if not isinstance(e, psycopg.errors.ObjectInUse) and "too many clients" not in str(e):
                     raise
                 time.sleep(0.5 * (attempt + 1))
         warnings.warn(f"test database {item[1]} still in use after {attempts} drops; left in place")
