@@ -14,7 +14,7 @@ def test_devices_benchmark_runs_and_verifies(server_dsn, tmp_path):
     from idivm.bench.devices import main
 
     out = tmp_path / "devices.json"
-    code = main(["--dsn", server_dsn, "--scale", "0.0005", "--rounds", "1", "--diff", "20",
+    code = main(["--dsn", server_dsn, "--scale", "0.0001", "--rounds", "1", "--diff", "20",
                  "--sweep", "joins", "--out", str(out)])
     assert code == 0
     data = json.loads(out.read_text())

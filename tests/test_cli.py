@@ -5,11 +5,11 @@ import subprocess
 import sys
 
 import pytest
+from cli_runner import run_cli
 
 
 def cli(dsn, *args, timeout=180):
-    return subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", dsn, *args],
-                          capture_output=True, text=True, timeout=timeout)
+    return run_cli("--dsn", dsn, *args, timeout=timeout)
 
 
 @pytest.mark.slow
@@ -104,7 +104,7 @@ def test_version_and_list_as_json(fresh_db, db):
 
 def test_help_shows_no_flag_types_and_benchmarks_list_their_own_options():
     def run(*args):
-        return subprocess.run([sys.executable, "-m", "idivm.cli", *args], capture_output=True, text=True, timeout=60)
+        return run_cli(*args, timeout=60)
 
     r = run("status", "--help")
     assert r.returncode == 0 and "--json" in r.stdout and "<bool>" not in r.stdout, r.stdout

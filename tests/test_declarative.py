@@ -2,13 +2,12 @@
 --if-not-exists, `idivm apply DIR`, and the alembic operations op.register_view / op.drop_view."""
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import pytest
 import sqlalchemy as sa
 
 import idivm
+from cli_runner import run_cli
 from helpers import assert_equal_multiset
 
 ORDERS = "SELECT o.id, o.customer, o.amount FROM orders o WHERE o.amount > 10"
@@ -93,8 +92,7 @@ def test_if_not_exists_and_a_mode_or_strategy_change(engine, shop):
 
 
 def cli(dsn, *args):
-    return subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", dsn, *args], capture_output=True, text=True,
-                          timeout=180)
+    return run_cli("--dsn", dsn, *args)
 
 
 def test_apply_syncs_a_folder_in_dependency_order(engine, shop, fresh_db, tmp_path):

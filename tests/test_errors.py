@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import pytest
 
 import idivm
 from idivm.catalog.migrate import HEAD
+from cli_runner import run_cli
 
 
 @pytest.fixture
@@ -158,8 +157,7 @@ def test_unknown_strategy_and_unknown_view(engine, base):
 
 def test_cli_errors_are_one_line_without_traceback(fresh_db, base):
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", fresh_db, *args],
-                              capture_output=True, text=True, timeout=120)
+        return run_cli("--dsn", fresh_db, *args, timeout=120)
 
     assert cli("init").returncode == 0
     r = cli("register-view", "v", "--sql", "SELECT pid FROM parts LIMIT 1")
@@ -170,8 +168,7 @@ def test_cli_errors_are_one_line_without_traceback(fresh_db, base):
     assert r.returncode == 2 and "exactly one of --sql or --file" in r.stderr
     r = cli("maintain", "nope")
     assert r.returncode == 2 and 'no maintained view named "nope"' in r.stderr
-    r = subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", "host=127.0.0.1 port=1 user=x dbname=x", "list"],
-                       capture_output=True, text=True, timeout=60)
+    r = run_cli("--dsn", "host=127.0.0.1 port=1 user=x dbname=x", "list", timeout=60)
     assert r.returncode == 2 and r.stderr.startswith("error: cannot reach the database")
 
 

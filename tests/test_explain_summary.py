@@ -3,8 +3,7 @@ uses (issue 18 item 5)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+from cli_runner import run_cli
 
 
 def _summary(engine, name):
@@ -38,13 +37,11 @@ def test_explain_summary_says_strategy_rule_storage_and_joins(engine, db):
     after = {s.view: s.storage for s in engine.status(storage=True)}
     assert after["public.named"].log_bytes == 0 and after["public.top"].log_bytes > 0  # the rest wait for top
     assert [s.storage for s in engine.status()] == [None, None, None]  # not computed unless asked (the scheduler's path)
-    listed = subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", engine.dsn, "list", "--json"],
-                            capture_output=True, text=True, timeout=120)
+    listed = run_cli("--dsn", engine.dsn, "list", "--json", timeout=120)
     assert listed.returncode == 0, listed.stderr
     rows = {r["view"]: r for r in json.loads(listed.stdout)}
     assert rows["public.top"]["storage"]["caches_bytes"] > 0
-    table = subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", engine.dsn, "status"],
-                           capture_output=True, text=True, timeout=120)
+    table = run_cli("--dsn", engine.dsn, "status", timeout=120)
     assert table.returncode == 0 and "kB view + " in table.stdout
 
 
@@ -68,11 +65,9 @@ def test_explain_sql_is_a_dry_run_that_leaves_nothing(fresh_db, db):
     uncorrelated = engine.explain(sql="SELECT pid FROM parts p WHERE price > (SELECT avg(price) FROM parts q)",
                                   strategy="auto")
     assert "strategy auto: higher-order" in uncorrelated and "maps" in uncorrelated
-    refused = subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", fresh_db, "explain", "--sql",
-                              "SELECT pid, random() AS r FROM parts"], capture_output=True, text=True, timeout=120)
+    refused = run_cli("--dsn", fresh_db, "explain", "--sql", "SELECT pid, random() AS r FROM parts", timeout=120)
     assert refused.returncode == 2 and refused.stderr.startswith("error: function random() is volatile")
-    shown = subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", fresh_db, "explain", "--sql",
-                            "SELECT pid, price FROM parts WHERE price > 10"], capture_output=True, text=True, timeout=120)
+    shown = run_cli("--dsn", fresh_db, "explain", "--sql", "SELECT pid, price FROM parts WHERE price > 10", timeout=120)
     assert shown.returncode == 0 and "Δ-program:" in shown.stdout, shown.stderr
     assert db.execute(footprint).fetchone() == before
     engine.close()

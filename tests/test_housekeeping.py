@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -13,12 +11,12 @@ import psycopg
 import pytest
 
 import idivm
+from cli_runner import run_cli
 
 
 def cli(*args, dsn=None, env=None):
     prefix = ["--dsn", dsn] if dsn else []
-    return subprocess.run([sys.executable, "-m", "idivm.cli", *prefix, *args], capture_output=True, text=True,
-                          timeout=180, env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
+    return run_cli(*prefix, *args, env=env)
 
 
 def _leftovers(db):

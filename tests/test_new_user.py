@@ -3,19 +3,17 @@ the others, DSNs are parsed by libpq's rules, names print as they must be typed 
 mode shows writers nothing but real errors, and messages say what works."""
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import psycopg
 import pytest
 
 import idivm
+from cli_runner import run_cli
 from helpers import assert_equal_multiset
 
 
 def cli(dsn, *args):
-    return subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", dsn, *args],
-                          capture_output=True, text=True, timeout=120)
+    return run_cli("--dsn", dsn, *args, timeout=120)
 
 
 @pytest.fixture
@@ -82,8 +80,7 @@ def test_malformed_and_unreachable_dsns_are_one_line(fresh_db):
     e = idivm.connect("host=127.0.0.1 port=1 user=x dbname=x")
     with pytest.raises(idivm.IdivmError, match=r"^cannot reach the database \(connect\(dsn\)\): connection failed"):
         e.init()
-    r = subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", "garbage here", "list"],
-                       capture_output=True, text=True, timeout=60)
+    r = run_cli("--dsn", "garbage here", "list", timeout=60)
     assert r.returncode == 2 and r.stderr.startswith("error: malformed DSN from --dsn") and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import io
 import json
 import subprocess
-import sys
 import time
 
 import psycopg
 import pytest
 
+from cli_runner import run_cli
 from helpers import assert_equal_multiset
 from idivm.operate.policy import decide
 from idivm.operate.scheduler import Worker
@@ -22,7 +22,7 @@ COLS = ["pid", "price", "twice"]
 
 
 def _cli(dsn: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", dsn, *args], capture_output=True, text=True)
+    return run_cli("--dsn", dsn, *args)
 
 
 @pytest.fixture

@@ -7,6 +7,7 @@ import psycopg
 import pytest
 
 import idivm
+from cli_runner import run_cli
 from helpers import assert_equal_multiset
 
 SQL = "SELECT p.pid, p.price, s.name FROM parts p JOIN suppliers s ON s.sid = p.sid WHERE p.price > 2"
@@ -184,16 +185,12 @@ def test_immediate_views_survive_changes_to_columns_they_do_not_read(engine, tab
 
 
 def test_maintain_exits_3_when_it_skipped_a_stale_view(engine, tables, fresh_db):
-    import subprocess
-    import sys
-
     engine.register_view("v", SQL)
     engine.register_view("w", "SELECT sid, name FROM suppliers")
     tables.execute("ALTER TABLE parts RENAME COLUMN price TO cost")
 
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", fresh_db, *args],
-                              capture_output=True, text=True, timeout=120)
+        return run_cli("--dsn", fresh_db, *args, timeout=120)
 
     r = cli("maintain")
     assert r.returncode == 3, r
@@ -239,14 +236,11 @@ def test_drop_view_after_a_rename_removes_capture(engine, tables):
 
 
 def test_status_warns_when_schema_changes_go_unnoticed(engine, tables, fresh_db):
-    import subprocess
-    import sys
-
     engine.register_view("v", SQL)
     assert engine.watches_schema_changes()
     tables.execute("DROP EVENT TRIGGER idivm_on_alter")  # as after an init without superuser rights
     assert not engine.watches_schema_changes()
-    res = subprocess.run([sys.executable, "-m", "idivm.cli", "--dsn", fresh_db, "status"], capture_output=True, text=True)
+    res = run_cli("--dsn", fresh_db, "status")
     assert res.returncode == 0 and "schema changes of base tables are not detected" in res.stdout
     engine.init()  # reinstalls them
     assert engine.watches_schema_changes()
