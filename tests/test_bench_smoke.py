@@ -40,7 +40,8 @@ def test_writes_benchmark_runs_and_verifies(server_dsn, tmp_path):
     from idivm.bench.writes import main
 
     out = tmp_path / "writes.json"
-    assert main(["--dsn", server_dsn, "--scale", "0.001", "--seconds", "1", "--repeat", "1", "--out", str(out)]) == 0
+    assert main(["--dsn", server_dsn, "--scale", "0.001", "--transactions", "100", "--repeat", "1",
+                 "--out", str(out)]) == 0
     data = json.loads(out.read_text())
     assert data["views_equal_recomputation"] is True
     assert [(r["workload"], r["clients"]) for r in data["results"]] == [

@@ -63,8 +63,9 @@ def pgbench_path() -> str:
     return found
 
 
-def pgbench(dsn: str, script: str, clients: int, seconds: int) -> float:
-    """Transactions per second of one pgbench run (without initial connection time)."""
+def pgbench(dsn: str, script: str, clients: int, seconds: int, transactions: int | None = None) -> float:
+    """Transactions per second of one pgbench run (without initial connection time): for `seconds`,
+    or `transactions` per client when given."""
     params = conninfo_to_dict(dsn)
     env = dict(os.environ)
     for key, var in (("host", "PGHOST"), ("port", "PGPORT"), ("user", "PGUSER"), ("dbname", "PGDATABASE"),
@@ -75,7 +76,8 @@ def pgbench(dsn: str, script: str, clients: int, seconds: int) -> float:
         f.write(script)
     try:
         done = subprocess.run([pgbench_path(), "-n", "-f", f.name, "-c", str(clients), "-j", str(clients),
-                               "-T", str(seconds)], env=env, capture_output=True, text=True, check=True)
+                               *(["-t", str(transactions)] if transactions else ["-T", str(seconds)])],
+                              env=env, capture_output=True, text=True, check=True)
     finally:
         os.unlink(f.name)
     found = re.search(r"tps = ([0-9.]+) \(without initial connection time\)", done.stdout)
@@ -113,7 +115,7 @@ def _equal(db: psycopg.Connection, engine, mode: str) -> bool:
 
 
 def run(dsn: str | None = None, scale: float = 1.0, seconds: int = 10, repeat: int = 3,
-        out: str = "bench-results/bench_writes.json", keep: bool = False) -> int:
+        out: str = "bench-results/bench_writes.json", keep: bool = False, transactions: int | None = None) -> int:
     rows = int(1_000_000 * scale)
     tps: dict[tuple[str, int, str], list[float]] = {}
     maintenance: dict[tuple[str, int], list[float]] = {}
@@ -132,7 +134,7 @@ def run(dsn: str | None = None, scale: float = 1.0, seconds: int = 10, repeat: i
                         for clients in (1, 2):
                             script = template.replace("{rows}", str(rows))
                             tps.setdefault((workload, clients, mode), []).append(
-                                pgbench(bench_dsn, script, clients, seconds))
+                                pgbench(bench_dsn, script, clients, seconds, transactions))
                             if mode == "deferred":
                                 t0 = time.perf_counter()
                                 engine.maintain("balances")
@@ -161,7 +163,8 @@ def run(dsn: str | None = None, scale: float = 1.0, seconds: int = 10, repeat: i
                             + [f"{r['throughput_kept'] * 100:.0f}%", f"{r['immediate_kept'] * 100:.0f}%"]
                             + ([f"{r['immediate_vs_pg_ivm']:.2f}x"] if pg_ivm else [])
                             + [maint["median"] * 1000])
-    print(f"single-row writes on accounts ({rows} rows), {seconds} s per run, {repeat} runs, "
+    length = f"{transactions} transactions per client" if transactions else f"{seconds} s"
+    print(f"single-row writes on accounts ({rows} rows), {length} per run, {repeat} runs, "
           f"PostgreSQL {version}, pg_ivm {pg_ivm or 'not installed'}; view: {VIEW}")
     print_table(["workload", "clients"] + [f"tps, {m}" for m in modes] + ["deferred kept", "immediate kept"]
                 + (["immediate / pg_ivm"] if pg_ivm else []) + ["maintain after deferred (ms)"], rows_out)
@@ -174,7 +177,8 @@ def run(dsn: str | None = None, scale: float = 1.0, seconds: int = 10, repeat: i
     plot_path = out.replace(".json", ".png")
     plot(results, plot_path, modes)
     write_json(out, {"benchmark": "writes", "machine": machine(), "postgresql": version, "pg_ivm": pg_ivm,
-                     "parameters": {"rows": rows, "seconds": seconds, "repeat": repeat, "view": VIEW},
+                     "parameters": {"rows": rows, "seconds": seconds, "transactions": transactions, "repeat": repeat,
+                                    "view": VIEW},
                      "results": results, "target_met": target, "views_equal_recomputation": ok,
                      "plots": [plot_path]})
     return 0 if ok else 1
@@ -203,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = parser(__doc__, "bench-results/bench_writes.json")
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of 1M accounts rows")
     ap.add_argument("--seconds", type=int, default=10, help="duration of each pgbench run")
+    ap.add_argument("--transactions", type=int, default=None,
+                    help="transactions per client in each pgbench run instead of --seconds (a quick check that "
+                         "the benchmark works: so few give no steady throughput)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per workload, client count and mode")
     a = ap.parse_args(argv)
-    return run(a.dsn, a.scale, a.seconds, a.repeat, a.out, a.keep)
+    return run(a.dsn, a.scale, a.seconds, a.repeat, a.out, a.keep, a.transactions)
