@@ -126,7 +126,10 @@ DECLARE
   cmd record;
   cap record;
 BEGIN
-  FOR cmd IN SELECT DISTINCT objid FROM pg_event_trigger_ddl_commands() WHERE classid = 'pg_class'::regclass LOOP
+  -- only a partition or a partitioned table can change a tree: every other CREATE and ALTER TABLE
+  -- (idivm's own tables at each registration among them) returns here
+  FOR cmd IN SELECT DISTINCT d.objid FROM pg_event_trigger_ddl_commands() AS d JOIN pg_class AS r ON r.oid = d.objid
+             WHERE d.classid = 'pg_class'::regclass AND (r.relispartition OR r.relkind = 'p') LOOP
     FOR cap IN SELECT c.id FROM idivm.captured_tables AS c
                WHERE to_regclass(quote_ident(c.schema_name) || '.' || quote_ident(c.table_name)) IN (
                  SELECT a.relid FROM pg_partition_ancestors(cmd.objid) AS a) LOOP
