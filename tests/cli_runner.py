@@ -1,7 +1,7 @@
 """Run the `idivm` command in a process of its own, as a user does, without paying its imports again.
 
-A command-line run spends about 0.6 s importing idivm, SQLAlchemy, psycopg and sqlglot before it
-does anything; the suite's hundred-odd runs spent a minute of CPU on that alone. Here each run is a
+A command-line run imports idivm, SQLAlchemy, psycopg and sqlglot before it does anything, most of a
+short command's time (docs/benchmarks.md, "The test suite"). Here each run is a
 process forked from a server (multiprocessing's forkserver, one per test process) that imported
 them once: a fresh process all the same, with its own exit status, file descriptors, environment
 and working directory, running `idivm.cli.main` as the `idivm` script does. What this does not

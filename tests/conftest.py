@@ -33,7 +33,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 compileall.compile_dir(importlib.util.find_spec("idivm").submodule_search_locations[0], quiet=1)
 
 import idivm  # noqa: E402
-from helpers import CODEGEN_OFF
+from helpers import CODEGEN_OFF, JVM_JIT
 
 # The tests' Spark batches are tiny and each test process starts its own JVM: its second compiler
 # (C2), 16 tasks per shuffle and Spark's code generation (Java source for each plan, compiled by
@@ -45,7 +45,7 @@ from helpers import CODEGEN_OFF
 # worker's JVM that ran many Spark tests filled it ("Out of space in CodeCache for method handle
 # intrinsic", the JVM gone for the rest of the run), so it gets the tiered size back.
 os.environ.setdefault("IDIVM_SPARK_CONF",
-                      "spark.driver.extraJavaOptions='-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m' "
+                      f"spark.driver.extraJavaOptions='{JVM_JIT}' "
                       f"spark.sql.shuffle.partitions=2 {CODEGEN_OFF}")
 
 
@@ -129,7 +129,7 @@ class _Reaper:
     hundreds of times while the others wrote, and batches of 16 drops still checkpointed about
     fifty times amid the other workers' writes (the server under a third of its time stalled on
     I/O; docs/benchmarks.md, "The test suite"). At the end, the checkpoints have little left to
-    write. A test database holds about 10 MB, so a worker's 200 of them are kept where the server's
+    write. A test database holds about 10 MB, so up to KEEP of a worker's are kept where the server's
     disk has KEEP_FREE bytes to spare (a server whose disk this process cannot see drops a batch
     at a time). Drops go out from POOL connections at once and share the checkpoints in progress."""
 

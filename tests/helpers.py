@@ -5,6 +5,8 @@ from collections import Counter
 
 # Spark settings the tests run with (conftest.py says why) and one test runs without
 CODEGEN_OFF = "spark.sql.codegen.wholeStage=false spark.sql.codegen.factoryMode=NO_CODEGEN"
+# the JIT options of the tests' JVMs: drivers (conftest.py says why), and the standalone cluster's daemons and executors
+JVM_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 
 def view_rows(conn, view: str, columns: list[str]) -> Counter:

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+
 from cli_runner import run_cli
 
 

@@ -2,7 +2,6 @@
 --if-not-exists, `idivm apply DIR`, and the alembic operations op.register_view / op.drop_view."""
 from __future__ import annotations
 
-
 import pytest
 import sqlalchemy as sa
 

@@ -6,8 +6,8 @@ import re
 import pytest
 
 import idivm
-from idivm.catalog.migrate import HEAD
 from cli_runner import run_cli
+from idivm.catalog.migrate import HEAD
 
 
 @pytest.fixture

@@ -3,6 +3,7 @@ uses (issue 18 item 5)."""
 from __future__ import annotations
 
 import json
+
 from cli_runner import run_cli
 
 

@@ -3,7 +3,6 @@ the others, DSNs are parsed by libpq's rules, names print as they must be typed 
 mode shows writers nothing but real errors, and messages say what works."""
 from __future__ import annotations
 
-
 import psycopg
 import pytest
 

@@ -18,7 +18,7 @@ import idivm
 from idivm.engines.spark.settings import SparkSettings
 from idivm.errors import IdivmError
 
-from helpers import CODEGEN_OFF, assert_equal_multiset, spark_missing, throwaway_cluster
+from helpers import CODEGEN_OFF, JVM_JIT, assert_equal_multiset, spark_missing, throwaway_cluster
 
 
 
@@ -681,10 +681,8 @@ def test_a_standalone_cluster_computes_the_same_view(engine, shop, monkeypatch, 
 
     spark_class = os.path.join(os.path.dirname(pyspark.__file__), "bin", "spark-class")
     port, ui = _free_port(), _free_port()
-    # the daemons and the executor with the JIT compiler the tests' drivers use (conftest.py says why)
-    jit = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
     env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", SPARK_WORKER_DIR=str(tmp_path / "work"),
-               SPARK_DAEMON_JAVA_OPTS=jit)
+               SPARK_DAEMON_JAVA_OPTS=JVM_JIT)
     logs = open(tmp_path / "cluster.log", "w")
     procs = [subprocess.Popen([spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
                                "--port", str(port), "--webui-port", str(ui)], env=env, stdout=logs, stderr=logs)]
@@ -705,7 +703,7 @@ def test_a_standalone_cluster_computes_the_same_view(engine, shop, monkeypatch, 
         monkeypatch.setenv("IDIVM_SPARK_MASTER", f"spark://127.0.0.1:{port}")
         monkeypatch.setenv("IDIVM_SPARK_CONF", "spark.driver.host=127.0.0.1 spark.executor.memory=1g "
                                                "spark.cores.max=2 spark.driver.memory=1g "
-                                               f"spark.executor.extraJavaOptions='{jit}'")
+                                               f"spark.executor.extraJavaOptions='{JVM_JIT}'")
         sql, cols = VIEWS["grouped"]
         engine.register_view("v", sql, engine="spark")  # the fill on the cluster
         assert_equal_multiset(shop, "v", sql, cols)
