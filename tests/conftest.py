@@ -243,6 +243,30 @@ def db(fresh_db):
         yield c
 
 
+@pytest.fixture
+def scratch_databases(server_dsn, monkeypatch):
+    """The benchmarks' scratch databases (bench/common.scratch_database) made as test databases are,
+    and dropped with them at the end (_Reaper): a benchmark's own DROP DATABASE checkpoints the
+    whole server amid the other workers' writes and waits for it (on a server with fsync on, a
+    smoke test of a few seconds waited up to a minute; docs/benchmarks.md, "The test suite")."""
+    import importlib
+    import pkgutil
+
+    import idivm.bench
+
+    @contextlib.contextmanager
+    def scratch_database(dsn, keep=False):
+        with _database(server_dsn, "idivm_bench") as db_dsn:
+            with psycopg.connect(db_dsn) as c:
+                version = c.execute("SHOW server_version").fetchone()[0]
+            yield db_dsn, version
+
+    for m in pkgutil.iter_modules(idivm.bench.__path__):
+        module = importlib.import_module(f"idivm.bench.{m.name}")
+        if hasattr(module, "scratch_database"):
+            monkeypatch.setattr(module, "scratch_database", scratch_database)
+
+
 @pytest.fixture(scope="module")
 def module_db(server_dsn):
     """One fresh database shared by a module's (hypothesis) examples."""

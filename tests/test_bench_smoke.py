@@ -8,6 +8,9 @@ import pytest
 
 from helpers import spark_missing
 
+# the benchmarks' databases are dropped with the tests' at the end of the run (conftest.py)
+pytestmark = pytest.mark.usefixtures("scratch_databases")
+
 
 @pytest.mark.slow
 def test_devices_benchmark_runs_and_verifies(server_dsn, tmp_path):

@@ -12,7 +12,7 @@ from idivm.bench.load import report, run
 
 
 @pytest.mark.slow
-def test_sustained_load_under_the_scheduler(server_dsn, capsys):
+def test_sustained_load_under_the_scheduler(server_dsn, scratch_databases, capsys):
     seconds = float(os.environ.get("IDIVM_TEST_LOAD_SECONDS", "10"))
     result = run(server_dsn, seconds=seconds, writers=3)
     with capsys.disabled():
