@@ -418,16 +418,19 @@ $body$
 # than the one this transaction's snapshot knows: one a TRUNCATE or a table-rewriting ALTER TABLE
 # committed after the snapshot, which the snapshot would read as empty. pg_class read by a query is
 # read in the snapshot; pg_relation_filenode looks the table up as it is now (the lock made the
-# session see the DDL). NULL: none.
+# session see the DDL). NULL: none. PL/pgSQL, not SQL: a session plans its query once, where a SQL
+# function that cannot be inlined is planned on every call (every maintenance runs it).
 _REWRITTEN = """
 CREATE OR REPLACE FUNCTION idivm.rewritten_since_snapshot(tables regclass[]) RETURNS text
-LANGUAGE sql STABLE AS $body$
-  SELECT format('%I.%I', n.nspname, k.relname)
-  FROM unnest(tables) AS t(oid)
-  CROSS JOIN LATERAL (SELECT t.oid UNION SELECT p.relid FROM pg_partition_tree(t.oid) AS p WHERE p.isleaf) AS s(oid)
-  JOIN pg_class AS k ON k.oid = s.oid JOIN pg_namespace AS n ON n.oid = k.relnamespace
-  WHERE k.relkind IN ('r', 'm') AND k.relfilenode IS DISTINCT FROM pg_relation_filenode(s.oid)
-  LIMIT 1
+LANGUAGE plpgsql STABLE AS $body$
+BEGIN
+  RETURN (SELECT format('%I.%I', n.nspname, k.relname)
+    FROM unnest(tables) AS t(oid)
+    CROSS JOIN LATERAL (SELECT t.oid UNION SELECT p.relid FROM pg_partition_tree(t.oid) AS p WHERE p.isleaf) AS s(oid)
+    JOIN pg_class AS k ON k.oid = s.oid JOIN pg_namespace AS n ON n.oid = k.relnamespace
+    WHERE k.relkind IN ('r', 'm') AND k.relfilenode IS DISTINCT FROM pg_relation_filenode(s.oid)
+    LIMIT 1);
+END
 $body$
 """
 
