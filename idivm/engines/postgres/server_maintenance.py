@@ -170,12 +170,17 @@ def idiffs_body(view_id: int, shown: str, inputs: list[tuple[int, str, object]])
     view reads), in captured id order.
 
     A round of more than SMALL_CHANGES effective changes analyzes the instances, for the plans
-    EXECUTE makes in apply_<id>, which then empties them and analyzes them empty again."""
-    declare = ["idivm_changes bigint := 0;", "idivm_own xid8 := pg_current_xact_id_if_assigned();"]
+    EXECUTE makes in apply_<id>, which then empties them and analyzes them empty again.
+
+    Each fill is planned for its round (EXECUTE), which costs more than anything else a small round
+    does; one query first asks which inputs have rows in their windows at all, and an input without
+    any only has its instance emptied (a view over several tables mostly sees changes to one)."""
+    declare = ["idivm_changes bigint := 0;", "idivm_own xid8 := pg_current_xact_id_if_assigned();",
+               "idivm_nonempty boolean[];"]
     declare += [f"idivm_changed_{cid} bigint;" for cid, _, _ in inputs]
     declare += [f"idivm_kinds_{cid} int;" for cid, _, _ in inputs]
-    own_writes, fill, analyze = [], [], []
-    for cid, log, info in inputs:
+    own_writes, fill, analyze, probes = [], [], [], []
+    for position, (cid, log, info) in enumerate(inputs, 1):
         msg = string_literal(f"this transaction wrote to {display_name(info.schema, info.name)}, which view {shown} "
                              "reads; maintain the view in a transaction that has not written to its tables (it "
                              "applies the changes committed before that transaction's snapshot)")
@@ -185,14 +190,22 @@ def idiffs_body(view_id: int, shown: str, inputs: list[tuple[int, str, object]])
         target = qualified("pg_temp", view_delta(view_id, cid))
         regclass = f"to_regclass({string_literal(target)})"
         window = catalog.unconsumed("l", view_id, snapshot_sql="CAST($1 AS pg_snapshot)")
+        probes.append(f"EXISTS (SELECT 1 FROM {log} AS l WHERE {window})")
+        nonempty = f"idivm_nonempty[{position}]"
         select = fold_select(info, log_images(log, window), list(info.column_names))
         insert = string_literal(counted_fill(f"INSERT INTO {target} {select}"))
         refill = string_literal(counted_fill(f"INSERT INTO {target} {select}", emptied=target))
         create = string_literal(f"CREATE TEMP TABLE {target} ON COMMIT PRESERVE ROWS AS {select} WITH NO DATA")
-        fill.append(f"""  IF {regclass} IS NULL THEN
+        fill.append(f"""  idivm_changed_{cid} := 0;
+  idivm_kinds_{cid} := 0;
+  IF {regclass} IS NULL THEN
     EXECUTE {create} USING idivm_snapshot;
     ANALYZE {target};
-    EXECUTE {insert} INTO idivm_changed_{cid}, idivm_kinds_{cid} USING idivm_snapshot;
+    IF {nonempty} THEN
+      EXECUTE {insert} INTO idivm_changed_{cid}, idivm_kinds_{cid} USING idivm_snapshot;
+    END IF;
+  ELSIF NOT {nonempty} THEN  -- no row in this input's window: the previous round's rows go
+    DELETE FROM {target};
   ELSIF pg_relation_size({regclass}) > {SCRATCH_TRUNCATE_BYTES} THEN
     TRUNCATE {target};
     EXECUTE {insert} INTO idivm_changed_{cid}, idivm_kinds_{cid} USING idivm_snapshot;
@@ -210,6 +223,7 @@ BEGIN
   IF idivm_own IS NOT NULL THEN
 {nl.join(own_writes)}
   END IF;
+  EXECUTE {string_literal("SELECT ARRAY[" + ", ".join(probes) + "]")} INTO idivm_nonempty USING idivm_snapshot;
 {nl.join(fill)}
   IF idivm_changes > {SMALL_CHANGES} THEN  -- statistics for the plans EXECUTE makes for this round
 {nl.join(analyze)}
