@@ -424,7 +424,8 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
             else:
                 aggs.append(draw(st.sampled_from(simple + [f"min({arg})", f"max({arg})", f"count(DISTINCT {arg})",
                                                            f"max({arg}) / 2", "count(*) / 2",
-                                                           f"count(DISTINCT ({arg}, {b}))"])))
+                                                           f"count(DISTINCT ({arg}, {b}))", f"sum(DISTINCT {arg})",
+                                                           f"avg(DISTINCT {arg})"])))
         outs = [f"{k} AS g{i}" for i, k in enumerate(keys)] + [f"{f} AS o{i}" for i, f in enumerate(aggs)]
         names = [f"g{i}" for i in range(len(keys))] + [f"o{i}" for i in range(len(aggs))]
         if keys:

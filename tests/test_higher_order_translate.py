@@ -94,7 +94,9 @@ def test_translated_views_evaluate_to_what_postgresql_computes(engine, shop, see
 
 @pytest.mark.parametrize("sql, construct", [
     ("SELECT category, MIN(did) AS m FROM devices GROUP BY category", None),
-    ("SELECT category, SUM(DISTINCT did) AS m FROM devices GROUP BY category", "the aggregate SUM"),
+    ("SELECT category, SUM(DISTINCT did) AS m, AVG(DISTINCT did) AS a FROM devices GROUP BY category", None),
+    ("SELECT d.did, q.n FROM devices d JOIN (SELECT category, COUNT(*) AS n FROM devices GROUP BY category) AS q "
+     "ON q.category = d.category", "a subquery that aggregates"),
     ("SELECT pid % 2 AS odd, COUNT(*) AS n FROM parts GROUP BY pid % 2", None),
     ("SELECT category, COUNT(DISTINCT did) AS n FROM devices GROUP BY category", None),
     ("SELECT pid FROM parts WHERE EXISTS (SELECT 1 FROM devices_parts dp WHERE dp.pid = parts.pid)", None),

@@ -56,8 +56,9 @@ class Slot:
     """A value the view table reads from the maps: "count" (maps[0], 0 where absent), "sum"
     (maps[0], NULL where the COUNT map maps[1] is 0), "avg" (maps[0] / maps[1]); or over a values
     map (keyed by the group and the aggregated value `var`, counting the rows with that value):
-    "min", "max" (its least / greatest key) and "count_distinct" (how many keys it has; the map is
-    keyed by several variables for COUNT(DISTINCT (a, b)))."""
+    "min", "max" (its least / greatest key), "count_distinct" (how many keys it has; the map is
+    keyed by several variables for COUNT(DISTINCT (a, b))), "sum_distinct" and "avg_distinct" (the
+    sum / average of its keys)."""
 
     kind: str
     maps: tuple[str, ...]
@@ -69,7 +70,7 @@ class Slot:
         return self.kind in VALUE_SLOTS
 
 
-VALUE_SLOTS = ("min", "max", "count_distinct")
+VALUE_SLOTS = ("min", "max", "count_distinct", "sum_distinct", "avg_distinct")
 
 
 @dataclass
@@ -247,7 +248,7 @@ def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
         if not isinstance(node, exp.AggFunc):
             return node
         distinct = isinstance(node.this, exp.Distinct)
-        if isinstance(node, (exp.Min, exp.Max)) or (isinstance(node, exp.Count) and distinct):
+        if isinstance(node, (exp.Min, exp.Max)) or (isinstance(node, (exp.Count, exp.Sum, exp.Avg)) and distinct):
             s = values_slot(node)
         elif not isinstance(node, (exp.Count, exp.Sum, exp.Avg)) or node.args.get("distinct") or distinct:
             raise refuse(f"the aggregate {shown(node)}")
@@ -273,10 +274,10 @@ def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
         return SlotValue(key)
 
     def values_slot(node: exp.Expression) -> Slot:
-        """MIN, MAX, COUNT(DISTINCT): a map of how many rows have each non-NULL value per group
-        (re-read at the top: the least key, the greatest, the number of keys). COUNT(DISTINCT (a, b))
-        keys the map by both values, NULLs included: PostgreSQL counts a row value whose fields are
-        all NULL (the row itself is not NULL)."""
+        """MIN, MAX, COUNT / SUM / AVG(DISTINCT): a map of how many rows have each non-NULL value per
+        group (re-read at the top: the least key, the greatest, the number of keys, their sum or
+        average). COUNT(DISTINCT (a, b)) keys the map by both values, NULLs included: PostgreSQL
+        counts a row value whose fields are all NULL (the row itself is not NULL)."""
         args = node.this.expressions if isinstance(node.this, exp.Distinct) else [node.this]
         if len(args) != 1:
             raise refuse(f"the aggregate {shown(node)}")
@@ -284,6 +285,12 @@ def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
         row = arg.expressions if isinstance(arg, exp.Tuple) else None
         if row is not None and not isinstance(node, exp.Count):
             raise refuse(f"the aggregate {shown(node)}")
+        summed = isinstance(node, (exp.Sum, exp.Avg))
+        if summed and _sum_type(arg.name, arg_of(arg), scope, sum_type) is None:
+            raise UnsupportedQuery(  # the distinct values are summed again at every read, in the map's order
+                f"the higher-order strategy cannot keep {node.key.upper()}(DISTINCT {shown(arg_of(arg))}) exactly: its "
+                "argument is not an integer or numeric, and sums of floating-point values depend on the order of "
+                "the additions; use --strategy id")
         factors, value_vars = [body], []
         for e in (arg_of(a) for a in (row or [arg])):
             term = scope.term(e)
@@ -306,7 +313,7 @@ def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
                     f"values_{len(out.maps)}")
         out.maps[name] = query
         out.value_vars[name] = var
-        kind = "count_distinct" if isinstance(node, exp.Count) else node.key.lower()
+        kind = f"{node.key.lower()}_distinct" if isinstance(node, (exp.Count, exp.Sum, exp.Avg)) else node.key.lower()
         return Slot(kind, (name,), var)
 
     out.outputs = [(n, e.transform(slot)) for n, e in agg.outputs]

@@ -124,8 +124,10 @@ class ViewFromMaps:
         return exp.Case(ifs=[exp.If(this=exp.Not(this=exp.Is(this=count, expression=exp.Null())), true=total)])
 
     def _over_values(self, s) -> exp.Expression:
-        """MIN / MAX / COUNT(DISTINCT) of the group (row c) from its values map."""
-        agg = {"min": exp.Min, "max": exp.Max}.get(s.kind)
+        """MIN / MAX / COUNT, SUM or AVG(DISTINCT) of the group (row c) from its values map: the keys
+        are its distinct values, so SUM / AVG of them is the query's (typed as the query types it:
+        the keys have the argument's type)."""
+        agg = {"min": exp.Min, "max": exp.Max, "sum_distinct": exp.Sum, "avg_distinct": exp.Avg}.get(s.kind)
         value = agg(this=col("w", s.vars[0])) if agg else exp.Count(this=exp.Star())  # a key a row
         return exp.Subquery(this=select([value], [self._map(s.maps[0], "w")],
                                         [self._keys_equal("w", "c")] if self.t.group else None))
