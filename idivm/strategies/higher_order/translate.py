@@ -250,7 +250,7 @@ def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
         distinct = isinstance(node.this, exp.Distinct)
         if isinstance(node, (exp.Min, exp.Max)) or (isinstance(node, (exp.Count, exp.Sum, exp.Avg)) and distinct):
             s = values_slot(node)
-        elif not isinstance(node, (exp.Count, exp.Sum, exp.Avg)) or node.args.get("distinct") or distinct:
+        elif not isinstance(node, (exp.Count, exp.Sum, exp.Avg)) or node.args.get("distinct"):
             raise refuse(f"the aggregate {shown(node)}")
         elif isinstance(node, exp.Count) and (node.this is None or isinstance(node.this, exp.Star)):
             s = Slot("count", ("count",))
@@ -259,12 +259,7 @@ def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
             if isinstance(node, exp.Count):
                 s = Slot("count", (count_of(e),))
             else:
-                typed = _sum_type(node.this.name, e, scope, sum_type)
-                if typed is None:
-                    raise UnsupportedQuery(
-                        f"the higher-order strategy cannot keep {node.key.upper()}({shown(e)}) exactly: its argument "
-                        "is not an integer or numeric, and sums of floating-point values depend on the order of "
-                        "the additions; use --strategy id")
+                typed = exact_sum_type(node, node.this)
                 summed = Sum(keys, mul(body, scope.value(e)))
                 name = next((k for k, q in out.maps.items() if q == summed), f"sum_{len(out.maps)}")
                 out.maps[name] = summed
@@ -272,6 +267,17 @@ def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
         key = next((k for k, v in out.slots.items() if v == s), f"v{len(out.slots)}")
         out.slots[key] = s
         return SlotValue(key)
+
+    def exact_sum_type(node: exp.Expression, arg: exp.Expression, distinct: str = "") -> str:
+        """The type PostgreSQL gives SUM of the argument (`arg`, a cache column); refused where it
+        is not exact (floating point: sums depend on the order of the additions)."""
+        typed = _sum_type(arg.name, arg_of(arg), scope, sum_type)
+        if typed is None:
+            raise UnsupportedQuery(
+                f"the higher-order strategy cannot keep {node.key.upper()}({distinct}{shown(arg_of(arg))}) exactly: its "
+                "argument is not an integer or numeric, and sums of floating-point values depend on the order of "
+                "the additions; use --strategy id")
+        return typed
 
     def values_slot(node: exp.Expression) -> Slot:
         """MIN, MAX, COUNT / SUM / AVG(DISTINCT): a map of how many rows have each non-NULL value per
@@ -285,12 +291,8 @@ def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
         row = arg.expressions if isinstance(arg, exp.Tuple) else None
         if row is not None and not isinstance(node, exp.Count):
             raise refuse(f"the aggregate {shown(node)}")
-        summed = isinstance(node, (exp.Sum, exp.Avg))
-        if summed and _sum_type(arg.name, arg_of(arg), scope, sum_type) is None:
-            raise UnsupportedQuery(  # the distinct values are summed again at every read, in the map's order
-                f"the higher-order strategy cannot keep {node.key.upper()}(DISTINCT {shown(arg_of(arg))}) exactly: its "
-                "argument is not an integer or numeric, and sums of floating-point values depend on the order of "
-                "the additions; use --strategy id")
+        if isinstance(node, (exp.Sum, exp.Avg)):  # its distinct values are summed again at every read
+            exact_sum_type(node, arg, "DISTINCT ")
         factors, value_vars = [body], []
         for e in (arg_of(a) for a in (row or [arg])):
             term = scope.term(e)
