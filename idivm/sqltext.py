@@ -7,6 +7,7 @@ parameters.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import NamedTuple
 
 from sqlglot import exp
 
@@ -68,7 +69,31 @@ def string_literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def column_types(conn, sql: str) -> list[int]:
-    """Type OIDs of a query's result columns, from PostgreSQL's own description (no rows read)."""
+class ColumnType(NamedTuple):
+    """A result column's type OID and, for numeric, the scale its type declares (None where it
+    declares none: an unconstrained numeric, or an expression's result, whose values may each
+    have their own scale)."""
+
+    oid: int
+    scale: int | None = None
+
+
+NUMERIC_OID = 1700
+
+
+def _declared_scale(typmod: int) -> int | None:
+    """The scale every value of a numeric(p, s) has: s, or 0 for PostgreSQL 15's negative scales
+    (which round to tens, hundreds, ... and store no fractional digits); None without a typmod.
+    The typmod packs (p << 16 | s) + 4, s as an 11-bit signed field (numeric.c)."""
+    if typmod < 4:
+        return None
+    s = (((typmod - 4) & 0x7FF) ^ 1024) - 1024
+    return max(s, 0)
+
+
+def column_types(conn, sql: str) -> list[ColumnType]:
+    """Types of a query's result columns, from PostgreSQL's own description (no rows read)."""
     cur = run(conn, f"SELECT * FROM ({sql}) AS {ident('q')} LIMIT 0")
-    return [d.type_code for d in cur.description]
+    res = cur.pgresult
+    return [ColumnType(d.type_code, _declared_scale(res.fmod(i)) if d.type_code == NUMERIC_OID else None)
+            for i, d in enumerate(cur.description)]

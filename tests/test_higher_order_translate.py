@@ -66,7 +66,10 @@ def test_translated_views_evaluate_to_what_postgresql_computes(engine, shop, see
     db = _load(shop)
     for sql, view in zip(VIEWS, compiled):
         t = translate(view.plan)
-        maps = {name: evaluate(q, db) for name, q in t.maps.items()}
+        # maps of scales only say how a numeric sum is shown (view_table.py), through scale(x), SQL
+        # the reference evaluator does not interpret; the values compared here are exact fractions
+        shown_only = {m for s in t.slots.values() for m in s.maps[2:]}
+        maps = {name: evaluate(q, db) for name, q in t.maps.items() if name not in shown_only}
 
         def value(e, key):
             if Variable.marks(e):

@@ -63,9 +63,20 @@ def any_of(parts: list[exp.Expression]) -> exp.Expression:
     return out
 
 
-def distinct_from(a: exp.Expression, b: exp.Expression) -> exp.Expression:
-    """a IS DISTINCT FROM b."""
-    return exp.NullSafeNEQ(this=a, expression=b)
+def shown_differently(a: list[exp.Expression], b: list[exp.Expression]) -> exp.Expression:
+    """Some value of `a` differs from its counterpart in `b` as a reader sees it: by IS DISTINCT FROM,
+    or by its text. Equality is coarser than what PostgreSQL shows: 1.0 = 1.00 (numeric scale),
+    -0 = 0 (floats), '1 day' = '24 hours' (intervals), so a change between such values is a change
+    to the view's rows all the same (capture/fold.py compares the logged images by text too). The
+    text alone would not do: a session with extra_float_digits below 1 prints distinct floats alike."""
+    def both(values: list[exp.Expression]) -> tuple[exp.Expression, exp.Expression]:
+        texts = [exp.cast(v.copy(), "text") for v in values]
+        if len(values) == 1:
+            return values[0], texts[0]
+        return exp.Tuple(expressions=values), exp.Tuple(expressions=texts)
+
+    (va, ta), (vb, tb) = both(a), both(b)
+    return exp.Or(this=exp.NullSafeNEQ(this=va, expression=vb), expression=exp.NullSafeNEQ(this=ta, expression=tb))
 
 
 def exists(query: exp.Query) -> exp.Exists:

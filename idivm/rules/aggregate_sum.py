@@ -22,9 +22,11 @@ aggregated cache column a: ``__idivm_s_a`` (its sum) and ``__idivm_c_a`` (COUNT(
    and end (in immediate mode's single-row writes, a tenth of the write). A view
    without GROUP BY keeps its single row, updated from a scratch row of sums.
 
-Only integer and numeric arguments of SUM/AVG use these rules: float sums
-maintained by differences drift from recomputation, so float views keep the
-general rule.
+Only integer and numeric arguments of SUM/AVG use these rules: float sums maintained by
+differences drift from recomputation, so float views keep the general rule. A numeric argument
+whose values each have their own scale (an unconstrained numeric) keeps one more operator cache,
+``__idivm_scales_a``, from which its SUM and AVG get the scale the query shows
+(program/numeric_scale.py).
 """
 from __future__ import annotations
 
@@ -33,38 +35,44 @@ from sqlglot import exp
 from ..algebra.placeholders import CACHE
 from ..program import relations as R
 from ..program.steps import CreateScratch, DeleteMatching, InsertRows, MergeRows, Program, Record, UpdateMatching
+from ..program.numeric_scale import EXACT_TYPE_OIDS, fixed_scale, scale_weight, shown_sum
 from ..program.trees import alias, all_of, col, eq, num, paren, select, subquery, union_all
-from .aggregate_target import STATE_N, match_keys, state_columns, state_count, state_sum
+from .aggregate_target import STATE_N, match_keys, state_count, state_scales, state_sum
 from .spj import VIEW_ALIAS
 from .union import UnionTarget
 
-EXACT_TYPE_OIDS = {20, 21, 23, 1700}  # int8, int2, int4, numeric
 SIGN = "__idivm_sign"
 
 
 def choose_rule(target, column_types) -> None:
-    """Set target.sum_args if the specialized rules apply: supported aggregates, and every
-    summed argument of an exact type. column_types(query tree) gives the type OIDs of a query's columns."""
+    """Set target.sum_args if the specialized rules apply: supported aggregates, and every summed
+    argument of an exact type (integers, numeric); target.scaled_args, those whose values each have
+    their own scale. column_types(query tree) gives the types of a query's columns
+    (sqltext.ColumnType)."""
     args = target.agg.sum_count_args()
     if args is None:
         return
     summed = [c for c, s in args.items() if s]
     if summed:
         types = column_types(select([col(None, c) for c in summed], [subquery(target.cache.query(), "q")]))
-        if any(t not in EXACT_TYPE_OIDS for t in types):
+        if any(t.oid not in EXACT_TYPE_OIDS for t in types):
             return
+        target.scaled_args = frozenset(c for c, t in zip(summed, types) if fixed_scale(t) is None)
     target.sum_args = args
 
 
-def over_state(e: exp.Expression, state, key) -> exp.Expression:
+def over_state(e: exp.Expression, state, key, scaled: frozenset[str] = frozenset()) -> exp.Expression:
     """An output expression over the operator caches: state(name) and key(cache column) give
-    the SQL trees standing for a state column's value and a group key's value."""
+    the SQL trees standing for a state column's value and a group key's value; the sums of the
+    columns in `scaled` are shown with the scale their values give them (program/numeric_scale.py)."""
     def fn(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.AggFunc):
             arg = node.this
             if isinstance(node, exp.Count):
                 return state(STATE_N) if arg is None or isinstance(arg, exp.Star) else state(state_count(arg.name))
             count, total = state(state_count(arg.name)), state(state_sum(arg.name))
+            if arg.name in scaled:
+                total = shown_sum(total, state(state_scales(arg.name)))
             if isinstance(node, exp.Avg):
                 total = exp.Div(this=exp.cast(total, "numeric"), expression=exp.cast(count, "numeric"))
             return exp.Case(ifs=[exp.If(this=exp.GT(this=count, expression=exp.Literal.number(0)), true=total)])
@@ -112,6 +120,9 @@ def sum_program(t, cache_program: Program, row_ids: dict[int, list[str]] | None 
     for c, summed in t.sum_args.items():
         if summed:
             sums.append(alias(exp.Sum(this=exp.Mul(this=sign.copy(), expression=col(None, c))), state_sum(c)))
+        if c in t.scaled_args:
+            weighted = exp.Mul(this=sign.copy(), expression=scale_weight(col(None, c)))
+            sums.append(alias(exp.Sum(this=weighted), state_scales(c)))
         zero_if_null = exp.Case(ifs=[exp.If(this=exp.Is(this=col(None, c), expression=exp.null()), true=num(0))],
                                 default=sign.copy())
         sums.append(alias(exp.Sum(this=zero_if_null), state_count(c)))
@@ -133,17 +144,17 @@ def sum_program(t, cache_program: Program, row_ids: dict[int, list[str]] | None 
         return paren(exp.Add(this=exp.func("COALESCE", col(VIEW_ALIAS, name), num(0)),
                              expression=exp.func("COALESCE", col("x", name), num(0))))
 
-    states = [n for n, _ in state_columns(t.sum_args)]
+    states = [n for n, _ in t.state_columns]
     key_of = dict(zip(keys, t.agg.id_names))
     sets = [(n, new_value(n)) for n in states]
-    sets += [(n, over_state(e, new_value, lambda k: col(VIEW_ALIAS, key_of[k])))
+    sets += [(n, over_state(e, new_value, lambda k: col(VIEW_ALIAS, key_of[k]), t.scaled_args))
              for n, e in t.agg.outputs if e.find(exp.AggFunc)]
     match = match_keys(t, VIEW_ALIAS, "x", t.agg.id_names)
     if keys:
         # one MERGE over the per-group sums: a group whose count reaches 0 is deleted (only a
         # group whose count went down can: a row of the view has n > 0), another changed group
         # updated, a group that had no row gets one
-        outs = [over_state(e, lambda n: col("x", n), lambda k: col("x", k)) for _, e in t.agg.outputs]
+        outs = [over_state(e, lambda n: col("x", n), lambda k: col("x", k), t.scaled_args) for _, e in t.agg.outputs]
         outs += [col("x", k) for k in key_of]
         outs += [col("x", n) for n in states]
         program.steps.append(MergeRows(
@@ -156,7 +167,7 @@ def sum_program(t, cache_program: Program, row_ids: dict[int, list[str]] | None 
             insert_when=exp.GT(this=col("x", STATE_N), expression=num(0))))
         return program
     # without GROUP BY: the one row of sums, kept in a scratch relation, updates the view's one row
-    group_cols = [STATE_N] + [n for c, s in t.sum_args.items() for n in ([state_sum(c)] if s else []) + [state_count(c)]]
+    group_cols = [n for n, _ in t.state_columns]
     program.steps += [
         CreateScratch(phase=-1, purpose="per-group sums of the signed changes (γ_G,sum(x_Δ))",
                       name=t.group_deltas, source=per_group.copy()),

@@ -10,6 +10,7 @@ from sqlglot import exp
 from ..algebra.placeholders import CACHE
 from ..algebra.plan import Aggregate
 from ..names import SELF, own_part
+from ..program.numeric_scale import scale_weight
 from ..program.trees import all_of, col, eq
 from .spj import MaintainedTable, SpjTarget
 from .union import UnionTarget
@@ -26,12 +27,19 @@ def state_count(col_: str) -> str:
     return f"__idivm_c_{col_}"
 
 
-def state_columns(args: dict[str, bool]) -> list[tuple[str, exp.Expression]]:
-    """(view column, aggregate over the cache (aliased CACHE_ALIAS) that fills it) for every operator cache."""
+def state_scales(col_: str) -> str:
+    return f"__idivm_scales_{col_}"
+
+
+def state_columns(args: dict[str, bool], scaled: frozenset[str] = frozenset()) -> list[tuple[str, exp.Expression]]:
+    """(view column, aggregate over the cache (aliased CACHE_ALIAS) that fills it) for every operator
+    cache; a summed column in `scaled` also keeps its values' scales (program/numeric_scale.py)."""
     out: list[tuple[str, exp.Expression]] = [(STATE_N, exp.Count(this=exp.Star()))]
     for c, summed in args.items():
         if summed:
             out.append((state_sum(c), exp.Sum(this=col(CACHE_ALIAS, c))))
+        if c in scaled:
+            out.append((state_scales(c), exp.Sum(this=scale_weight(col(CACHE_ALIAS, c)))))
         out.append((state_count(c), exp.Count(this=col(CACHE_ALIAS, c))))
     return out
 
@@ -49,6 +57,7 @@ class AggregateTarget(MaintainedTable):
     # set when the specialized SUM/COUNT/AVG rules apply (aggregate_sum.choose_rule): the
     # aggregated cache columns, each with whether it is summed
     sum_args: dict[str, bool] | None = None
+    scaled_args: frozenset[str] = frozenset()  # summed columns whose values each have their own scale
     parts: list = field(default_factory=list)  # the targets of the parts it reads (rules/part.py), maintained first
 
     @property
@@ -84,7 +93,7 @@ class AggregateTarget(MaintainedTable):
     @property
     def state_columns(self) -> list[tuple[str, exp.Expression]]:
         """Hidden operator-cache columns of the view (specialized rules only)."""
-        return state_columns(self.sum_args) if self.sum_args is not None else []
+        return state_columns(self.sum_args, self.scaled_args) if self.sum_args is not None else []
 
 
 def bind_cache(e: exp.Expression) -> exp.Expression:

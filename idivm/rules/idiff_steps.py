@@ -8,7 +8,7 @@ from sqlglot import exp
 from ..algebra.plan import BRANCH_COLUMN, IdColumn, refs
 from ..program import relations as R
 from ..program.steps import DeleteMatching, InsertRows, Step, UpdateMatching
-from ..program.trees import alias, all_of, any_of, col, distinct_from, eq, num, select, string
+from ..program.trees import alias, all_of, col, eq, num, select, shown_differently, string
 from .idiff import DiffSchema, IDiff
 from .project import updated_outputs
 from .spj import DIFF_ALIAS, VIEW_ALIAS, SpjTarget, base_mapping, bind_with, binder
@@ -28,7 +28,7 @@ def kind_is_not(code: str, alias: str = DIFF_ALIAS) -> exp.Expression:
 
 def changed_any(columns, alias: str = DIFF_ALIAS) -> exp.Expression:
     """Some of the columns differ between the i-diff row's pre- and post-image."""
-    return any_of([distinct_from(col(alias, R.pre(a)), col(alias, R.post(a))) for a in columns])
+    return shown_differently([col(alias, R.pre(a)) for a in columns], [col(alias, R.post(a)) for a in columns])
 
 
 def schema_filter(schema: DiffSchema) -> exp.Expression:

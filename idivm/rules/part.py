@@ -22,7 +22,7 @@ from sqlglot import exp
 from ..algebra.plan import ROW_KEY
 from ..program import relations as R
 from ..program.steps import CreateScratch, InsertRows, Program
-from ..program.trees import alias, any_of, col, exists, num, select, string, subquery
+from ..program.trees import alias, any_of, col, exists, num, select, shown_differently, string, subquery
 from .aggregate_target import AggregateTarget, match_keys
 
 
@@ -49,8 +49,7 @@ def part_program(t: AggregateTarget, part: str, program: Program, columns: list[
                     default=string(R.UPDATED))
     outs = ([alias(kind, R.KIND_COLUMN)] + [alias(col("o", c), R.pre(c)) for c in columns]
             + [alias(col("n", c), R.post(c)) for c in columns])
-    changed = exp.Paren(this=exp.NullSafeNEQ(this=exp.Tuple(expressions=[col("o", c) for c in kept]),
-                                             expression=exp.Tuple(expressions=[col("n", c) for c in kept])))
+    changed = exp.Paren(this=shown_differently([col("o", c) for c in kept], [col("n", c) for c in kept]))
     diff = select(outs, [R.scratch(before, "o")], [any_of([exp.Is(this=o.copy(), expression=exp.null()),
                                                            exp.Is(this=n.copy(), expression=exp.null())]
                                                           + ([changed] if kept else []))])

@@ -17,10 +17,12 @@ from ..errors import IdivmError, UnsupportedQuery
 from ..names import SELF, own_part, own_table
 from ..program.steps import Program
 from ..rules import RULES
-from ..rules.aggregate_sum import EXACT_TYPE_OIDS, choose_rule
+from ..program.numeric_scale import EXACT_TYPE_OIDS, fixed_scale
+from ..rules.aggregate_sum import choose_rule
 from ..rules.aggregate_target import AggregateTarget
 from ..rules.part import part_program
 from ..rules.diff_schemas import base_diff_schemas
+from .higher_order.scope import SumType
 from .higher_order.target import STRATEGY as HIGHER_ORDER, HigherOrderTarget, higher_order_program, make_higher_order_target
 from .id import id_program
 from ..rules.spj import SpjTarget, full_query
@@ -115,15 +117,18 @@ SUM_TYPE_NAMES = {20: "bigint", 1700: "numeric"}  # the types SUM over an exact 
 
 def _sum_types(plan, column_types):
     """sum_type(cache column) for the higher-order strategy: the type PostgreSQL gives SUM of the
-    column, if the column's own type is exact (integers, numeric), else None."""
+    column and the scale all its values share (None: each value has its own), if the column's own
+    type is exact (integers, numeric), else None."""
     if column_types is None or not isinstance(plan, Aggregate) or not isinstance(plan.cache, Project):
         return None
     cache = SpjTarget(*own_table(None, "cache"), plan=plan.cache)
 
-    def sum_type(column: str) -> str | None:
+    def sum_type(column: str) -> SumType | None:
         query = select([col("q", column), exp.Sum(this=col("q", column))], [subquery(full_query(cache), "q")])
         argument, total = column_types(query.group_by(col("q", column), copy=False))
-        return SUM_TYPE_NAMES.get(total) if argument in EXACT_TYPE_OIDS else None
+        if argument.oid not in EXACT_TYPE_OIDS:
+            return None
+        return SumType(SUM_TYPE_NAMES[total.oid], fixed_scale(argument))
 
     return sum_type
 

@@ -195,7 +195,7 @@ class NestingBuilder:
             summed = self._count(sq, inner + [term], correlated)
             zero = exp.Literal.number(0)
             if isinstance(node, exp.Sum):
-                return exp.Case(ifs=[exp.If(this=exp.GT(this=counted, expression=zero), true=exp.cast(summed, typed))])
+                return exp.Case(ifs=[exp.If(this=exp.GT(this=counted, expression=zero), true=exp.cast(summed, typed.type))])
             return exp.Div(this=exp.cast(summed, "numeric"), expression=exp.Nullif(this=counted.copy(), expression=zero))
 
         e = sq.scalar.copy()

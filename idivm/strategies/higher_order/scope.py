@@ -3,6 +3,7 @@ comparisons and interpreted functions (translate.py and nesting.py build on it).
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import NamedTuple
 
 from sqlglot import exp
 
@@ -17,6 +18,28 @@ OPS = {exp.EQ: "=", exp.NEQ: "!=", exp.LT: "<", exp.LTE: "<=", exp.GT: ">", exp.
 # map (whose values are numeric) is cast back to, so that an expression over it (integer `/` and
 # `%` truncate) computes as the view's own query does.
 SUM_TYPES = {"smallint": "bigint", "integer": "bigint", "bigint": "numeric", "numeric": "numeric"}
+
+
+class SumType(NamedTuple):
+    """What a map's sum of an exact argument is shown as: the type PostgreSQL gives the SUM, and
+    the scale every value of the argument has (0 for integers, s for numeric(p, s)), or None where
+    each value has its own (an unconstrained numeric): the query's sum has the greatest scale among
+    the group's rows, which the view table reads from a map of scales (translate.py)."""
+
+    type: str
+    scale: int | None
+
+
+def declared_sum_type(sql_type: str) -> SumType | None:
+    """SumType of a column's type as format_type prints it ("numeric(10,2)", "integer"); None for
+    types whose sums are not exact."""
+    base, _, mods = sql_type.partition("(")
+    if base not in SUM_TYPES:
+        return None
+    if base != "numeric":
+        return SumType(SUM_TYPES[base], 0)
+    scale = mods.rstrip(")").split(",")[1] if "," in mods else None
+    return SumType("numeric", max(int(scale), 0) if scale is not None else None)
 
 
 Variable = Kind("var")  # AGCA variable `name` (`alias.column`) in an output, HAVING or correlation
@@ -150,11 +173,11 @@ class Scope:
         t = self.term(e)
         return t if isinstance(t, Var) else self.extern("value", e)
 
-    def sum_type(self, term) -> str | None:
-        """The type of SUM over a term that is a column of an exact type (integers, numeric), whose
-        sums increments keep exactly; None for anything else (floating-point sums depend on the
-        order of the additions)."""
-        return SUM_TYPES.get(self.types[term.name].split("(", 1)[0]) if isinstance(term, Var) else None
+    def sum_type(self, term) -> SumType | None:
+        """SUM over a term that is a column of an exact type (integers, numeric), whose sums
+        increments keep exactly; None for anything else (floating-point sums depend on the order of
+        the additions)."""
+        return declared_sum_type(self.types[term.name]) if isinstance(term, Var) else None
 
     def not_null(self, e: exp.Expression) -> Expr | None:
         """The condition that e is not NULL (None: it never is)."""

@@ -47,8 +47,9 @@ from ...algebra.placeholders import CACHE, SUBQUERY
 from ...algebra.plan import Aggregate, Join, Project, Scan, Select, Union, part_scans
 from ...calculus.expr import Assign, Expr, Sum, Var, add, mul
 from ...errors import UnsupportedQuery
+from ...program.numeric_scale import scale_weight
 from .nesting import Nesting, NestingBuilder, subquery_nodes
-from .scope import Scope, SlotValue, Variable, refuse, shown
+from .scope import Scope, SlotValue, SumType, Variable, refuse, shown
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,10 @@ class Slot:
     kind: str
     maps: tuple[str, ...]
     vars: tuple[str, ...] = ()
-    type: str | None = None  # "sum": the type PostgreSQL gives the SUM (its map's values are numeric)
+    type: str | None = None  # "sum", "avg": the type PostgreSQL gives the SUM (its map's values are numeric)
+    # "sum", "avg": the scale all the argument's values share; None where each has its own (an
+    # unconstrained numeric): maps[2] then sums their scale weights (program/numeric_scale.py)
+    scale: int | None = None
 
     @property
     def over_values(self) -> bool:
@@ -165,17 +169,16 @@ def _vars_of(e: exp.Expression) -> list[str]:
     return list(dict.fromkeys(c.name for c in Variable.find_all(e)))
 
 
-def _sum_type(cache_column: str, e: exp.Expression, scope: Scope, sum_type) -> str | None:
+def _sum_type(cache_column: str, e: exp.Expression, scope: Scope, sum_type) -> SumType | None:
     if sum_type is not None:
         return sum_type(cache_column)
     return scope.sum_type(scope.term(e))  # without the database's word: a column's declared type
 
 
-def translate(plan, sum_type: Callable[[str], str | None] | None = None) -> Translation:
-    """The plan of a view (frontend/build_plan.py) in AGCA. sum_type(cache column) is the type
-    PostgreSQL gives SUM of a SUM/AVG argument of an exact type (integers, numeric), None for any
-    other: sums of floating-point values depend on the order of the additions, which maintenance
-    cannot reproduce."""
+def translate(plan, sum_type: Callable[[str], SumType | None] | None = None) -> Translation:
+    """The plan of a view (frontend/build_plan.py) in AGCA. sum_type(cache column) is the SumType
+    of a SUM/AVG argument of an exact type (integers, numeric), None for any other: sums of
+    floating-point values depend on the order of the additions, which maintenance cannot reproduce."""
     if part_scans(plan):  # first-order only: a part's i-diff feeds the first-order rules (rules/part.py)
         raise refuse("a subquery that aggregates, joined with other tables, aggregated again or read by EXISTS / IN")
     read = columns_read(plan)
@@ -240,6 +243,12 @@ def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
         out.maps[name] = query
         return name
 
+    def sum_of(value: Expr) -> str:
+        query = Sum(keys, mul(body, value))
+        name = next((k for k, q in out.maps.items() if q == query), f"sum_{len(out.maps)}")
+        out.maps[name] = query
+        return name
+
     def slot(node: exp.Expression) -> exp.Expression:
         if CACHE.marks(node):
             if node.name not in key_var:
@@ -260,15 +269,15 @@ def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
                 s = Slot("count", (count_of(e),))
             else:
                 typed = exact_sum_type(node, node.this)
-                summed = Sum(keys, mul(body, scope.value(e)))
-                name = next((k for k, q in out.maps.items() if q == summed), f"sum_{len(out.maps)}")
-                out.maps[name] = summed
-                s = Slot("sum" if isinstance(node, exp.Sum) else "avg", (name, count_of(e)), type=typed)
+                maps = (sum_of(scope.value(e)), count_of(e))
+                if typed.scale is None:
+                    maps += (sum_of(scope.extern("value", scale_weight(e.copy()))),)
+                s = Slot("sum" if isinstance(node, exp.Sum) else "avg", maps, type=typed.type, scale=typed.scale)
         key = next((k for k, v in out.slots.items() if v == s), f"v{len(out.slots)}")
         out.slots[key] = s
         return SlotValue(key)
 
-    def exact_sum_type(node: exp.Expression, arg: exp.Expression, distinct: str = "") -> str:
+    def exact_sum_type(node: exp.Expression, arg: exp.Expression, distinct: str = "") -> SumType:
         """The type PostgreSQL gives SUM of the argument (`arg`, a cache column); refused where it
         is not exact (floating point: sums depend on the order of the additions)."""
         typed = _sum_type(arg.name, arg_of(arg), scope, sum_type)

@@ -26,7 +26,8 @@ from sqlglot import exp
 
 from ...program import relations as Rl
 from ...program.steps import VIEW_FROM_MAPS_PHASE, DeleteMatching, InsertRows, Step, UpdateMatching
-from ...program.trees import alias, aliased, all_of, col, distinct_from, exists, num, select, subquery, union_all
+from ...program.numeric_scale import shown_sum, zero_of_scale
+from ...program.trees import alias, aliased, all_of, col, exists, num, select, shown_differently, subquery, union_all
 from .to_steps import VALUE
 from .nesting import NestedValue
 from .scope import SlotValue, Variable, same
@@ -115,7 +116,12 @@ class ViewFromMaps:
             if s.maps[0] == self.t.count_map and self.t.group:
                 return exp.cast(col("c", VALUE), "bigint")
             return exp.cast(exp.Coalesce(this=self._count(s.maps[0]), expressions=[num(0)]), "bigint")
-        total = exp.cast(exp.Coalesce(this=col(self.aliases[s.maps[0]], VALUE), expressions=[num(0)]), s.type)
+        # a map keeps no zero: absent, the sum is 0 with the scale the query shows (0.00 for a
+        # numeric(p, 2)), as any other sum of an unconstrained numeric (program/numeric_scale.py)
+        zero = zero_of_scale(s.scale) if s.type == "numeric" and s.scale is not None else num(0)
+        total = exp.cast(exp.Coalesce(this=col(self.aliases[s.maps[0]], VALUE), expressions=[zero]), s.type)
+        if s.scale is None:
+            total = shown_sum(total, col(self.aliases[s.maps[2]], VALUE))
         count = self._count(s.maps[1])
         if s.kind == "avg":
             return exp.Div(this=exp.cast(total, "numeric"), expression=count)
@@ -210,8 +216,7 @@ class ViewFromMaps:
             return self._copy_steps(touched)
         phase, view = VIEW_FROM_MAPS_PHASE, self._view("v")
         values = self.table.values
-        changed = distinct_from(exp.Tuple(expressions=[col("v", c) for c in values]),
-                                exp.Tuple(expressions=[col("n", c) for c in values]))
+        changed = shown_differently([col("v", c) for c in values], [col("n", c) for c in values])
         steps: list[Step] = []
         if self.t.group:
             still = exists(self._from_maps([num(1)], [self._keys_equal("c", "a")], joined=self.t.having))
