@@ -10,8 +10,11 @@ import random
 from decimal import Decimal
 
 import pytest
+from sqlglot import exp
 
 from helpers import assert_equal_multiset
+from idivm.engines.postgres.render import sql
+from idivm.program.numeric_scale import greatest_scale, scale_weight
 
 VIEWS = {  # name -> (SQL, output columns)
     "grouped": ("SELECT g, sum(x) AS sx, avg(x) AS ax, sum(y) AS sy, avg(y) AS ay, count(*) AS n FROM t GROUP BY g",
@@ -95,3 +98,20 @@ def test_changes_between_equal_values_reach_the_view(engine, db, strategy, mode)
     assert want[0] == (1, "1.00", "24:00:00")
     for view in ("rows_of_e", "joined_e"):
         assert db.execute(shown.format(view)).fetchall() == want, view
+
+
+def test_scale_weights_count_each_scale_and_read_back_the_greatest(db):
+    """program/numeric_scale.py against PostgreSQL: a weight is 10^(20 * scale) from its table and
+    beyond it, and the greatest scale read from a sum of weights is the greatest scale summed,
+    whatever the counts of the others (up to bigint's)."""
+    x = exp.column("x")
+    weight, greatest = sql(scale_weight(x)), sql(greatest_scale(exp.column("w")))
+    for s in (0, 1, 2, 16, 17, 40):
+        value = Decimal(1).scaleb(-s)
+        got = db.execute(f"SELECT {weight} = power(10::numeric, 20 * %s) FROM (SELECT %s::numeric AS x) AS q",
+                         (s, value)).fetchone()[0]
+        assert got, s
+    for scales, counts in [((0,), (1,)), ((2, 0), (1, 9_000_000_000_000_000_000)), ((3, 1, 0), (5, 7, 2)),
+                           ((20,), (3,))]:
+        terms = " + ".join(f"{n}::numeric * power(10::numeric, 20 * {s})" for s, n in zip(scales, counts))
+        assert db.execute(f"SELECT {greatest} FROM (SELECT {terms} AS w) AS q").fetchone()[0] == max(scales)
