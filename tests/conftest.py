@@ -12,13 +12,14 @@ import compileall
 import contextlib
 import gc
 import importlib.util
+import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
-import time
 import uuid
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import psycopg
@@ -33,6 +34,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 compileall.compile_dir(importlib.util.find_spec("idivm").submodule_search_locations[0], quiet=1)
 
 import idivm  # noqa: E402
+from drop_databases import drop_databases
 from helpers import CODEGEN_OFF, JVM_JIT
 
 # The tests' Spark batches are tiny and each test process starts its own JVM: its second compiler
@@ -80,12 +82,12 @@ def server_dsn():
     forced = os.environ.get("IDIVM_TEST_SERVER") == "cluster"
     if os.environ.get("IDIVM_TEST_DSN") and not forced:
         yield os.environ["IDIVM_TEST_DSN"]
-        _REAPER.drop_all()
+        _REAPER.drop_all(detached=True)
         return
     local = "host=127.0.0.1 port=5432 user=postgres dbname=postgres"
     if not forced and _answers(local):
         yield local
-        _REAPER.drop_all()
+        _REAPER.drop_all(detached=True)
         return
     from idivm.embedded import start_cluster, stop_cluster
 
@@ -131,12 +133,12 @@ class _Reaper:
     I/O; docs/benchmarks.md, "The test suite"). At the end, the checkpoints have little left to
     write. A test database holds about 10 MB, so up to KEEP of a worker's are kept where the server's
     disk has KEEP_FREE bytes to spare (a server whose disk this process cannot see drops a batch
-    at a time). Drops go out from POOL connections at once and share the checkpoints in progress."""
+    at a time). Drops go out from several connections at once and share the checkpoints in progress;
+those of the end of the run go out from a process that outlives it."""
 
     BATCH = 16  # where the disk is short or unknown
     KEEP = 400  # at most, where it has room
     KEEP_FREE = 20 * 2**30
-    POOL = 8  # connections per worker for the drops (the server's max_connections is 100 by default)
 
     def __init__(self):
         self.pending: list[tuple[str, str]] = []  # (server DSN, database)
@@ -162,30 +164,18 @@ class _Reaper:
         except (psycopg.Error, OSError):
             return 0
 
-    def drop_all(self) -> None:
+    def drop_all(self, detached: bool = False) -> None:
+        """Drop the pending databases; `detached`: from a process of their own that outlives the run
+        (its end: nothing waits for those drops' checkpoints; drop_databases.py)."""
         batch, self.pending = self.pending, []
-        if batch:
-            with ThreadPoolExecutor(min(len(batch), self.POOL)) as pool:
-                list(pool.map(self._drop, batch))
-
-    @staticmethod
-    def _drop(item: tuple[str, str], attempts: int = 6) -> None:
-        """DROP ... WITH (FORCE) terminates the database's sessions, then fails if one is still
-        there after 5 s: a session that connected after the termination, or a backend slow to exit
-        (CI saw "being accessed by other users" once, in a batch drop after a Spark test). The drop
-        is tried again, as is one the server refused a connection for (other workers' tests may
-        hold most of its connections); a database still there after that is left to the server (and
-        warned about): cleaning up is not what a test checks, and the throwaway cluster goes whole."""
-        for attempt in range(attempts):
-            try:
-                with psycopg.connect(item[0], autocommit=True) as c:
-                    c.execute(f'DROP DATABASE IF EXISTS "{item[1]}" WITH (FORCE)')
-                return
-            except psycopg.OperationalError as e:  # a refused connection carries no SQLSTATE: its message tells
-                if not isinstance(e, psycopg.errors.ObjectInUse) and "too many clients" not in str(e):
-                    raise
-                time.sleep(0.5 * (attempt + 1))
-        warnings.warn(f"test database {item[1]} still in use after {attempts} drops; left in place")
+        if batch and detached:
+            dropper = subprocess.Popen([sys.executable, str(Path(__file__).with_name("drop_databases.py"))],
+                                       stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                       start_new_session=True, text=True)
+            dropper.stdin.write(json.dumps(batch))
+            dropper.stdin.close()
+        else:
+            drop_databases(batch)
 
 
 _REAPER = _Reaper()
