@@ -333,6 +333,9 @@ def pytest_runtest_logreport(report):
                 _add(DIFFERENTIAL_STATS, value)
 
 
+SPARK_SHARE = 0.95  # of the offloadable steps of the Spark sample's views, at least this many computed by Spark
+
+
 def spark_sample_problem(stats: dict) -> str | None:
     """The differential test's Spark sample must have computed diffs on Spark, for each strategy's
     programs: an engine that quietly left every step to PostgreSQL would pass every comparison."""
@@ -342,6 +345,10 @@ def spark_sample_problem(stats: dict) -> str | None:
     for strategy, per in spark.get("by_strategy", {}).items():
         if per.get("rounds", 0) >= 10 and not per.get("offloaded"):
             return f"the differential test's Spark sample offloaded nothing of {strategy} in {per['rounds']} rounds"
+    steps = spark.get("steps", {})
+    if steps.get("offloadable", 0) >= 50 and steps["on_spark"] < SPARK_SHARE * steps["offloadable"]:
+        return (f"Spark computes {steps['on_spark']} of the {steps['offloadable']} offloadable steps of the differential "
+                f"test's Spark sample, under {SPARK_SHARE:.0%} (refused: {spark.get('step_refusals')})")
     return None
 
 
@@ -367,6 +374,11 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(
             "differential test (random views per construct family, maintenance rounds): "
             + ", ".join(f"{k}={v}" for k, v in stats.items()))
+        steps = stats.get("spark", {}).get("steps")
+        if steps:
+            terminalreporter.write_line(
+                f"Spark sample: {steps['on_spark']} of {steps['offloadable']} offloadable steps computed by Spark "
+                f"({steps['on_spark'] / steps['offloadable']:.0%}); refused: {stats['spark'].get('step_refusals', {})}")
     problem = getattr(terminalreporter.config, "_idivm_problem", None)
     if problem:
         terminalreporter.write_line(f"FAILED: {problem}", red=True)

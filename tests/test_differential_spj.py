@@ -22,6 +22,8 @@ from hypothesis import strategies as st
 
 import idivm
 from helpers import assert_views_equal, spark_missing
+from idivm.catalog import repository as catalog
+from idivm.engines.spark.executor import input_types, spark_texts
 
 EXAMPLES = int(os.environ.get("IDIVM_TEST_EXAMPLES", "30"))  # random views per construct family
 FAMILIES = ("spj", "group", "sumcount", "distinct", "union", "subquery", "setop", "fromagg", "nested", "outer")
@@ -580,8 +582,26 @@ def _register_on_spark(engine, conn, sql: str, names: list[str], family: str) ->
             reject()
         names.append(name)
         SPARK_STRATEGY[name] = strategy
+        _count_offloadable(engine, name, spark, family, strategy)
         return
     reject()  # refused by every strategy, as docs/sql-support.md lists (the family's own test checks how)
+
+
+def _count_offloadable(engine, name: str, spark: dict, family: str, strategy: str) -> None:
+    """Of the view's offloadable steps (program/offload.py: queries over its i-diffs and base tables,
+    or over its maps and caches), how many Spark computes, and why it refuses the others (the
+    session's summary; conftest.spark_sample_problem fails the run under SPARK_SHARE)."""
+    with engine.sa.connect() as c:
+        row = catalog.view_by_name(c, *name.split("."))
+        texts = spark_texts(catalog.program_of(c, row.id), input_types(catalog.view_inputs(c, row.id, reflect=True)))
+    supported = sum(not isinstance(t, idivm.UnsupportedQuery) for t in texts)
+    for counts in (spark.setdefault("steps", {}), spark.setdefault("steps_by", {}).setdefault(f"{family}/{strategy}", {})):
+        counts["offloadable"] = counts.get("offloadable", 0) + len(texts)
+        counts["on_spark"] = counts.get("on_spark", 0) + supported
+    for t in texts:
+        if isinstance(t, idivm.UnsupportedQuery):
+            reason = str(t).replace("the Spark engine cannot ", "").split(" exactly")[0][:60]
+            spark.setdefault("step_refusals", {})[reason] = spark.get("step_refusals", {}).get(reason, 0) + 1
 
 
 def _register_auto(engine, name: str, sql: str, names: list[str]) -> str:

@@ -266,6 +266,41 @@ def test_what_spark_cannot_compute_exactly_is_refused_and_nothing_is_lost(engine
     assert_equal_multiset(shop, "ratios", "SELECT pid, pid / 3 AS third FROM parts", ["pid", "third"])
 
 
+def test_like_and_casts_to_text_compute_on_spark_as_in_postgres(engine, shop):
+    """LIKE (with `_`, `%`, an escaped `%`, newlines, NULLs) and casts to text of the types both engines
+    print alike (integers, text, booleans) run on Spark and match PostgreSQL on random values; a
+    cast of a type printed otherwise (a date) is refused by name."""
+    shop.execute("CREATE TABLE notes (k int PRIMARY KEY, n bigint, s text, b boolean, d date)")
+    rng = random.Random(5)
+    texts = ["a_b", "a%b", "axb", "a\nb", "line\nab", "", None, "-12", "ab", "AB"]
+
+    def row(k):
+        return (k, rng.choice([None, 0, -12, 12, 120, -1, 2**62]), rng.choice(texts), rng.choice([True, False, None]),
+                None)
+
+    for k in range(1, 25):
+        shop.execute("INSERT INTO notes VALUES (%s, %s, %s, %s, %s)", row(k))
+    sql = ("SELECT k, s FROM notes WHERE CAST(n AS TEXT) LIKE '-1%' OR CAST(n AS TEXT) LIKE '_2' "
+           "OR s LIKE 'a_b' OR s LIKE '%\\%%' OR s NOT LIKE '%b%' OR CAST(b AS TEXT) LIKE 't%' "
+           "OR s LIKE '%a%b'")
+    engine.register_view("liked", sql)
+    assert "refused" not in engine.explain("liked").split("under --engine spark")[1]
+    for _ in range(3):
+        with shop.transaction():
+            for _ in range(6):
+                k = rng.randint(1, 30)
+                shop.execute("DELETE FROM notes WHERE k = %s", (k,))
+                shop.execute("INSERT INTO notes VALUES (%s, %s, %s, %s, %s)", row(k))
+        report = engine.maintain("liked", engine="spark")
+        assert report.offloaded > 0
+        assert_equal_multiset(shop, "liked", sql, ["k", "s"])
+    engine.register_view("dated", "SELECT k FROM notes WHERE CAST(d AS TEXT) LIKE '2026%'")
+    shop.execute("INSERT INTO notes VALUES (40, 1, 'x', true, DATE '2026-01-02')")
+    with pytest.raises(IdivmError, match=r"CAST\(.*d.* AS TEXT\)") as failure:
+        engine.maintain("dated", engine="spark")
+    assert "--engine postgres" in str(failure.value)
+
+
 def test_missing_pieces_are_named_with_how_to_install_them():
     with pytest.raises(IdivmError, match="libpostgresql-jdbc-java"):
         SparkSettings(jar="/nonexistent/postgresql.jar").check()

@@ -9,7 +9,7 @@ from sqlalchemy.engine import Connection
 from ..algebra.plan import format_plan
 from ..catalog import repository as catalog
 from ..engines.postgres.render import format_rendered
-from ..engines.spark.executor import spark_plan
+from ..engines.spark.executor import input_types, spark_plan
 from ..frontend.driver import ignored_clauses
 from ..names import display_name
 from ..program.printer import format_program
@@ -30,7 +30,8 @@ def explain_view(conn: Connection, row: sa.Row, spark_settings=None) -> str:
     parts = _explained(f"view {display_name(row.schema_name, row.view_name)}  (strategy: {row.strategy})",
                        summary(conn, row), row.definition, row.strategy, row.plan_text,
                        catalog.diff_schema_labels(conn, row.id), catalog.derivations(conn, row.id),
-                       from_json(program) if program is not None else None)
+                       from_json(program) if program is not None else None,
+                       input_types(catalog.view_inputs(conn, row.id, reflect=True)))
     if spark_settings is not None and row.mode == "deferred":
         parts.append("engine (docs/spark.md, \"Choosing the engine\"):\n" + _indent(engine_summary(conn, row, spark_settings)))
     return "\n\n".join(parts)
@@ -51,7 +52,7 @@ def explain_query(conn: Connection, sql: str, strategy: str) -> str:
 
 
 def _explained(title: str, summary_text: str, definition: str, strategy: str, plan_text: str, schemas: list[str],
-               derivations: list[str], program: Program | None) -> list[str]:
+               derivations: list[str], program: Program | None, types: tuple = ()) -> list[str]:
     """The parts explain prints for a view, registered or only compiled: its summary, definition,
     plan, i-diff schemas, derivations, Δ-program and how PostgreSQL and Spark run it."""
     chosen = [d for d in derivations if d.startswith("strategy auto:")]  # the compiler records auto's choice
@@ -68,7 +69,7 @@ def _explained(title: str, summary_text: str, definition: str, strategy: str, pl
     if program is not None:  # step numbers as in the Δ-script
         parts.append("Δ-program:\n" + _indent(format_program(program)))
         parts.append("Δ-script (PostgreSQL):\n" + _indent(format_rendered(program)))
-        parts.append("under --engine spark (docs/spark.md), Spark computes:\n" + _indent(spark_plan(program)))
+        parts.append("under --engine spark (docs/spark.md), Spark computes:\n" + _indent(spark_plan(program, types)))
     return parts
 
 

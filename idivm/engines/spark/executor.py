@@ -64,9 +64,11 @@ def computes_anything(program) -> bool:
     return bool(offloads(program))
 
 
-def spark_plan(program) -> str:
+def spark_plan(program, types: InputTypes = ()) -> str:
     """What `--engine spark` computes on Spark, as explain prints it: each offloaded query's Spark
-    SQL, or why Spark refuses it (then maintenance on Spark fails with that line)."""
+    SQL, or why Spark refuses it (then maintenance on Spark fails with that line). `types`: the
+    inputs' column types (input_types), where the view is registered."""
+    column_type = _column_type(types)
     lines = []
     steps = program.ordered()
     for o in offloads(program):
@@ -76,7 +78,7 @@ def spark_plan(program) -> str:
             what += (" (reading " + ", ".join(rel.label() for rel in sorted(o.reads, key=lambda r: r.label()))
                      + " as before this maintenance, when Spark can take it exactly; else in PostgreSQL)")
         try:
-            lines.append(f"-- [{i}] {st.purpose}: {what} computed on Spark\n{spark_sql(o.query)}")
+            lines.append(f"-- [{i}] {st.purpose}: {what} computed on Spark\n{spark_sql(o.query, column_type)}")
         except UnsupportedQuery as e:
             lines.append(f"-- [{i}] {st.purpose}: {'in PostgreSQL' if o.reads else 'refused'}: {e}")
     if not lines:
@@ -96,15 +98,15 @@ def spark_stage(settings: SparkSettings):
         text = catalog.program_of(conn, view_id)
         every = offloads(from_json(text))
         index = {id(o): k for k, o in enumerate(every)}
+        tables = catalog.view_inputs(conn, view_id, reflect=True)
         # what Spark would compute differently, or read inexactly, is refused whatever this batch holds;
         # an optional offload (it reads a map or cache) that Spark cannot compute stays in PostgreSQL
-        computed = [(o, t) for o, t in zip(every, _spark_texts(text))
+        computed = [(o, t) for o, t in zip(every, spark_texts(text, input_types(tables)))
                     if (o.step.driven_by is None or inputs.get(o.step.driven_by, (0, 0))[0])
                     and not (o.reads and isinstance(t, UnsupportedQuery))]
         if not computed:
             return []
         texts = {id(o): _text(t) for o, t in computed}
-        tables = catalog.view_inputs(conn, view_id, reflect=True)
         _sources(tables, [o.query for o, _ in computed])
         kinds = {cid: {k for k, bit in BIT.items() if mask & bit} for cid, (_, mask) in inputs.items()}
         work = [o for o, _ in computed if not yields_nothing(o.query, kinds)]  # else PostgreSQL finds that at once
@@ -121,15 +123,45 @@ def spark_stage(settings: SparkSettings):
     return stage
 
 
+InputTypes = tuple  # ((captured id, schema, table, ((column, type), ...)), ...): hashable, for the cache
+
+
+def input_types(tables) -> InputTypes:
+    """The column types of a view's inputs (catalog.view_inputs with reflect), as spark_texts takes them."""
+    return tuple((t.id, t.schema_name, t.table_name, tuple((c[0], c[1]) for c in t.columns or ())) for t in tables)
+
+
+def _column_type(types: InputTypes):
+    """spark_sql's column_type over the inputs: a base table's column, or the table's column an
+    i-diff instance's image holds (pre__c, post__c); None for anything else (maps, caches)."""
+    by_id = {cid: dict(cols) for cid, _, _, cols in types}
+    by_name = {(schema, name): dict(cols) for _, schema, name, cols in types}
+
+    def column_type(rel: R.Relation, column: str) -> str | None:
+        if rel.kind == R.DELTA and rel.captured_id() in by_id:
+            for image in (R.pre, R.post):
+                prefix = image("")
+                if column.startswith(prefix):
+                    return by_id[rel.captured_id()].get(column[len(prefix):])
+            return None
+        if rel.kind == R.BASE:
+            return by_name.get((rel.schema, rel.name), {}).get(column)
+        return None
+
+    return column_type
+
+
 @functools.lru_cache(maxsize=256)
-def _spark_texts(program_text: str) -> tuple:
+def spark_texts(program_text: str, types: InputTypes = ()) -> tuple:
     """The Spark SQL of each of a program's offloaded queries (offloads() order), or why Spark
-    refuses it; once per program and process (sqlglot's transpilation of a query costs more than
-    a small maintenance's statements, and a scheduler maintains the same programs over and over)."""
+    refuses it; once per program, inputs' types and process (sqlglot's transpilation of a query
+    costs more than a small maintenance's statements, and a scheduler maintains the same programs
+    over and over)."""
+    column_type = _column_type(types)
     out = []
     for o in offloads(from_json(program_text)):
         try:
-            out.append(spark_sql(o.query))
+            out.append(spark_sql(o.query, column_type))
         except UnsupportedQuery as e:
             out.append(e)
     return tuple(out)

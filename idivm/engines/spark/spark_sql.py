@@ -6,7 +6,11 @@ CAST(x AS numeric) has no precision in PostgreSQL and DECIMAL(10,0) in Spark; ar
 BY ...) loses its ORDER BY; casts to text print numbers differently."""
 from __future__ import annotations
 
+import re
+from typing import Callable
+
 from sqlglot import exp
+from sqlglot.optimizer.scope import traverse_scope
 
 from ...errors import UnsupportedQuery
 from ...program import relations as R
@@ -16,12 +20,45 @@ FAITHFUL = (
     exp.TableAlias, exp.Identifier, exp.Column, exp.Alias, exp.Star, exp.Literal, exp.Null, exp.Boolean,
     exp.Paren, exp.And, exp.Or, exp.Not, exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.Is,
     exp.NullSafeEQ, exp.NullSafeNEQ, exp.In, exp.Between, exp.Exists, exp.Coalesce, exp.Case, exp.If,
+    exp.Like,  # `%` and `_`, backslash the escape, case-sensitive, `%` across newlines: in both
     exp.Add, exp.Sub, exp.Mul, exp.Mod, exp.Neg, exp.Abs, exp.Greatest, exp.Least,
     exp.Count, exp.Sum, exp.Min, exp.Max, exp.Distinct, exp.Tuple,
     exp.DataType, exp.Cast, exp.Nullif,
 )
 EXACT_CASTS = {exp.DataType.Type.INT, exp.DataType.Type.BIGINT, exp.DataType.Type.SMALLINT,
                exp.DataType.Type.BOOLEAN, exp.DataType.Type.DATE, exp.DataType.Type.DOUBLE}
+
+
+# types whose text both engines print alike (dates depend on PostgreSQL's DateStyle, numbers with
+# fractions on each engine's notation, character(n) on padding): a cast of such a column to text is
+# computed on Spark wherever it stands
+TEXT_ALIKE = re.compile(r"^(smallint|integer|bigint|text|boolean|character varying(\(\d+\))?)$")
+
+# column_type(relation, column) -> the column's PostgreSQL type as format_type prints it, or None
+ColumnType = Callable[[R.Relation, str], "str | None"]
+
+
+def _printed_alike(tree: exp.Expression, relations: dict[str, R.Relation], column_type: ColumnType | None) -> set[int]:
+    """ids of the casts to text in `tree` (bound: its tables named as `relations` maps them back)
+    whose operand is a column of a type in TEXT_ALIKE, resolved through each query scope's sources."""
+    if column_type is None:
+        return set()
+    out = set()
+    try:
+        scopes = traverse_scope(tree)
+    except Exception:  # a tree sqlglot's scopes cannot take: no cast is taken as printed alike
+        return out
+    for scope in scopes:
+        for column in scope.columns:
+            cast = column.parent
+            if not (isinstance(cast, exp.Cast) and cast.to.this == exp.DataType.Type.TEXT):
+                continue
+            source = scope.sources.get(column.table)
+            rel = relations.get(source.name) if isinstance(source, exp.Table) else None
+            sql_type = column_type(rel, column.name) if rel is not None else None
+            if sql_type is not None and TEXT_ALIKE.match(sql_type):
+                out.add(id(cast))
+    return out
 
 
 def _text_compared(cast: exp.Cast) -> bool:
@@ -34,12 +71,14 @@ def _text_compared(cast: exp.Cast) -> bool:
     return isinstance(up, (exp.NullSafeEQ, exp.NullSafeNEQ))
 
 
-def _check(tree: exp.Expression) -> None:
+def _check(tree: exp.Expression, alike: set[int] = frozenset()) -> None:
+    """Refuse the first node Spark would not compute as PostgreSQL does; `alike`: ids of casts to
+    text known to print alike (_printed_alike)."""
     for node in tree.walk():
         if not isinstance(node, FAITHFUL):
             raise UnsupportedQuery(f"the Spark engine cannot compute {node.sql('postgres')[:80]} exactly as "
                                    "PostgreSQL does; maintain this view with --engine postgres")
-        if isinstance(node, exp.Cast) and not _text_compared(node):
+        if isinstance(node, exp.Cast) and id(node) not in alike and not _text_compared(node):
             to = node.to
             exact = to.this in EXACT_CASTS or (to.this == exp.DataType.Type.DECIMAL and len(to.expressions) == 2)
             if not exact:
@@ -83,8 +122,15 @@ def _rename_aliases(tree: exp.Expression) -> exp.Expression:
     return tree.transform(put, copy=False)
 
 
-def spark_sql(tree: exp.Expression) -> str:
-    """A program tree over Δ instances and base tables as Spark SQL (after the faithfulness check)."""
-    bound = R.bind_relations(tree, lambda rel: exp.to_table(view_name(rel)))
-    _check(bound)
+def spark_sql(tree: exp.Expression, column_type: ColumnType | None = None) -> str:
+    """A program tree over Δ instances and base tables as Spark SQL (after the faithfulness check;
+    `column_type` lets it take the casts to text that both engines print alike)."""
+    relations: dict[str, R.Relation] = {}
+
+    def bind(rel: R.Relation) -> exp.Table:
+        relations[view_name(rel)] = rel
+        return exp.to_table(view_name(rel))
+
+    bound = R.bind_relations(tree, bind)
+    _check(bound, _printed_alike(bound, relations, column_type))
     return _rename_aliases(bound).sql("spark")
