@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 import idivm
 from helpers import assert_views_equal, spark_missing
 from idivm.catalog import repository as catalog
-from idivm.engines.spark.executor import input_types, spark_texts
+from idivm.engines.spark.executor import spark_input_types, spark_texts
+from idivm.program.serialize import from_json
 
 EXAMPLES = int(os.environ.get("IDIVM_TEST_EXAMPLES", "30"))  # random views per construct family
 FAMILIES = ("spj", "group", "sumcount", "distinct", "union", "subquery", "setop", "fromagg", "nested", "outer")
@@ -593,7 +594,8 @@ def _count_offloadable(engine, name: str, spark: dict, family: str, strategy: st
     session's summary; conftest.spark_sample_problem fails the run under SPARK_SHARE)."""
     with engine.sa.connect() as c:
         row = catalog.view_by_name(c, *name.split("."))
-        texts = spark_texts(catalog.program_of(c, row.id), input_types(catalog.view_inputs(c, row.id, reflect=True)))
+        text = catalog.program_of(c, row.id)
+        texts = spark_texts(text, spark_input_types(c, row.id, from_json(text)))
     supported = sum(not isinstance(t, idivm.UnsupportedQuery) for t in texts)
     for counts in (spark.setdefault("steps", {}), spark.setdefault("steps_by", {}).setdefault(f"{family}/{strategy}", {})):
         counts["offloadable"] = counts.get("offloadable", 0) + len(texts)

@@ -9,7 +9,7 @@ from sqlalchemy.engine import Connection
 from ..algebra.plan import format_plan
 from ..catalog import repository as catalog
 from ..engines.postgres.render import format_rendered
-from ..engines.spark.executor import input_types, spark_plan
+from ..engines.spark.executor import spark_input_types, spark_plan
 from ..frontend.driver import ignored_clauses
 from ..names import display_name
 from ..program.printer import format_program
@@ -31,7 +31,7 @@ def explain_view(conn: Connection, row: sa.Row, spark_settings=None) -> str:
                        summary(conn, row), row.definition, row.strategy, row.plan_text,
                        catalog.diff_schema_labels(conn, row.id), catalog.derivations(conn, row.id),
                        from_json(program) if program is not None else None,
-                       input_types(catalog.view_inputs(conn, row.id, reflect=True)))
+                       spark_input_types(conn, row.id, from_json(program)) if program is not None else ())
     if spark_settings is not None and row.mode == "deferred":
         parts.append("engine (docs/spark.md, \"Choosing the engine\"):\n" + _indent(engine_summary(conn, row, spark_settings)))
     return "\n\n".join(parts)

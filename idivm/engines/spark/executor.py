@@ -23,6 +23,7 @@ twice (engines/spark/staging.py).
 from __future__ import annotations
 
 import functools
+import itertools
 import os
 import time
 from collections import Counter
@@ -101,7 +102,7 @@ def spark_stage(settings: SparkSettings):
         tables = catalog.view_inputs(conn, view_id, reflect=True)
         # what Spark would compute differently, or read inexactly, is refused whatever this batch holds;
         # an optional offload (it reads a map or cache) that Spark cannot compute stays in PostgreSQL
-        computed = [(o, t) for o, t in zip(every, spark_texts(text, input_types(tables)))
+        computed = [(o, t) for o, t in zip(every, spark_texts(text, input_types(conn, tables, every)))
                     if (o.step.driven_by is None or inputs.get(o.step.driven_by, (0, 0))[0])
                     and not (o.reads and isinstance(t, UnsupportedQuery))]
         if not computed:
@@ -126,9 +127,26 @@ def spark_stage(settings: SparkSettings):
 InputTypes = tuple  # ((captured id, schema, table, ((column, type), ...)), ...): hashable, for the cache
 
 
-def input_types(tables) -> InputTypes:
-    """The column types of a view's inputs (catalog.view_inputs with reflect), as spark_texts takes them."""
-    return tuple((t.id, t.schema_name, t.table_name, tuple((c[0], c[1]) for c in t.columns or ())) for t in tables)
+def input_types(conn: Connection, tables, every: list[Offload]) -> InputTypes:
+    """The column types of what a view's offloads read, as spark_texts takes them: its inputs
+    (`tables`: catalog.view_inputs with reflect) and the maps and caches the offloads read."""
+    out = [(t.id, t.schema_name, t.table_name, tuple((c[0], c[1]) for c in t.columns or ())) for t in tables]
+    kept = sorted({(rel.schema, rel.name) for o in every for rel in o.reads})
+    if kept:
+        rows = run(conn, "SELECT n.nspname, k.relname, a.attname, format_type(a.atttypid, a.atttypmod) "
+                         "FROM pg_attribute AS a JOIN pg_class AS k ON k.oid = a.attrelid "
+                         "JOIN pg_namespace AS n ON n.oid = k.relnamespace "
+                         "WHERE (n.nspname, k.relname) IN (SELECT * FROM unnest(%(s)s::text[], %(n)s::text[])) "
+                         "AND a.attnum > 0 AND NOT a.attisdropped ORDER BY 1, 2, a.attnum",
+                   {"s": [s_ for s_, _ in kept], "n": [n for _, n in kept]}).fetchall()
+        for (schema, name), cols in itertools.groupby(rows, key=lambda r: (r[0], r[1])):
+            out.append((None, schema, name, tuple((r[2], r[3]) for r in cols)))
+    return tuple(out)
+
+
+def spark_input_types(conn: Connection, view_id: int, program) -> InputTypes:
+    """input_types of a registered view's program, read from the catalog (explain, tests)."""
+    return input_types(conn, catalog.view_inputs(conn, view_id, reflect=True), offloads(program))
 
 
 def _column_type(types: InputTypes):
@@ -144,7 +162,7 @@ def _column_type(types: InputTypes):
                 if column.startswith(prefix):
                     return by_id[rel.captured_id()].get(column[len(prefix):])
             return None
-        if rel.kind == R.BASE:
+        if rel.kind in (R.BASE, R.VIEW):  # a base table, or a map or cache the program maintains
             return by_name.get((rel.schema, rel.name), {}).get(column)
         return None
 

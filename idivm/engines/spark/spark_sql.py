@@ -10,7 +10,7 @@ import re
 from typing import Callable
 
 from sqlglot import exp
-from sqlglot.optimizer.scope import traverse_scope
+from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from ...errors import UnsupportedQuery
 from ...program import relations as R
@@ -43,22 +43,62 @@ def _printed_alike(tree: exp.Expression, relations: dict[str, R.Relation], colum
     whose operand is a column of a type in TEXT_ALIKE, resolved through each query scope's sources."""
     if column_type is None:
         return set()
+    def output_type(scope, name: str, depth: int) -> str | None:
+        """The type of a derived table's output `name`: a column it passes on as it is; in a UNION,
+        the same in every branch."""
+        if depth > 8:
+            return None
+        if isinstance(scope.expression, exp.SetOperation):
+            types = {output_type(branch, name, depth + 1) for branch in scope.set_operation_scopes}
+            return types.pop() if len(types) == 1 else None
+        if isinstance(scope.expression, exp.Select):
+            for e in scope.expression.expressions:
+                if e.alias_or_name == name:
+                    inner = e.this if isinstance(e, exp.Alias) else e
+                    return type_of(scope, inner, depth + 1) if isinstance(inner, exp.Column) else None
+        return None
+
+    def type_of(scope, column: exp.Column, depth: int = 0) -> str | None:
+        """The column's type: a relation's column, or a derived table's output that is one."""
+        if column.table:
+            source = scope.sources.get(column.table)
+        else:  # unqualified: the scope's one source, if it has one
+            source = next(iter(scope.sources.values())) if len(scope.sources) == 1 else None
+        if isinstance(source, exp.Table):
+            rel = relations.get(source.name)
+            return column_type(rel, column.name) if rel is not None else None
+        return output_type(source, column.name, depth) if isinstance(source, Scope) else None
+
     out = set()
     try:
-        scopes = traverse_scope(tree)
-    except Exception:  # a tree sqlglot's scopes cannot take: no cast is taken as printed alike
-        return out
-    for scope in scopes:
-        for column in scope.columns:
-            cast = column.parent
-            if not (isinstance(cast, exp.Cast) and cast.to.this == exp.DataType.Type.TEXT):
-                continue
-            source = scope.sources.get(column.table)
-            rel = relations.get(source.name) if isinstance(source, exp.Table) else None
-            sql_type = column_type(rel, column.name) if rel is not None else None
-            if sql_type is not None and TEXT_ALIKE.match(sql_type):
-                out.add(id(cast))
+        for scope in traverse_scope(tree):
+            for column in scope.columns:
+                cast = column.parent
+                if isinstance(cast, exp.Cast) and cast.to.this == exp.DataType.Type.TEXT:
+                    sql_type = type_of(scope, column)
+                    if sql_type is not None and TEXT_ALIKE.match(sql_type):
+                        out.add(id(cast))
+    except Exception:  # a tree sqlglot's scopes cannot take: the casts not yet taken stay refused
+        pass
     return out
+
+
+def _untyped_nulls(tree: exp.Expression) -> exp.Expression:
+    """CAST(NULL AS t) as NULL: the planner types the NULLs it writes (an outer join's missing side,
+    COALESCE(SUM(x), 0)'s branches), and Spark's decimal without precision is decimal(10,0), which
+    could narrow what a UNION widens it with; a NULL of no type widens to whatever meets it."""
+    def typed_null(value) -> bool:
+        return isinstance(value, exp.Cast) and isinstance(value.this, exp.Null)
+
+    # every parent's arguments, not transform(): a program tree may hold one node in two places;
+    # children first, so that CAST(CAST(NULL AS int) AS text) goes whole
+    for node in reversed(list(tree.walk())):
+        for key, value in list(node.args.items()):
+            if typed_null(value):
+                node.set(key, exp.null())
+            elif isinstance(value, list) and any(typed_null(v) for v in value):
+                node.set(key, [exp.null() if typed_null(v) else v for v in value])
+    return tree
 
 
 def _text_compared(cast: exp.Cast) -> bool:
@@ -131,6 +171,6 @@ def spark_sql(tree: exp.Expression, column_type: ColumnType | None = None) -> st
         relations[view_name(rel)] = rel
         return exp.to_table(view_name(rel))
 
-    bound = R.bind_relations(tree, bind)
+    bound = _untyped_nulls(R.bind_relations(tree, bind))
     _check(bound, _printed_alike(bound, relations, column_type))
     return _rename_aliases(bound).sql("spark")
