@@ -254,16 +254,16 @@ def test_what_spark_cannot_compute_exactly_is_refused_and_nothing_is_lost(engine
     shop.execute("CREATE TABLE loose (k int PRIMARY KEY, x numeric)")
     shop.execute("INSERT INTO loose VALUES (1, 1.5)")
     engine.register_view("halves", "SELECT k, x FROM loose JOIN parts ON parts.pid = loose.k")
-    engine.register_view("ratios", "SELECT pid, pid / 3 AS third FROM parts")
+    engine.register_view("ratios", "SELECT pid, price / 3 AS third FROM parts")
     shop.execute("INSERT INTO loose VALUES (2, 2.123456789012345678901)")
-    shop.execute("INSERT INTO parts VALUES (31, 1)")  # ratios reads pid, so this is a change it must compute
-    for view, construct in (("halves", "public.loose.x of type numeric"), ("ratios", '"d"."post__pid" / 3')):
+    shop.execute("INSERT INTO parts VALUES (31, 1)")  # ratios reads price, so this is a change it must compute
+    for view, construct in (("halves", "public.loose.x of type numeric"), ("ratios", '"d"."post__price" / 3')):
         with pytest.raises(IdivmError, match=construct) as failure:
             engine.maintain(view, engine="spark")
         assert "--engine postgres" in str(failure.value) and "\n" not in str(failure.value)
     engine.maintain("halves", "ratios")  # the PostgreSQL engine consumes the same changes
     assert_equal_multiset(shop, "halves", "SELECT k, x FROM loose JOIN parts ON parts.pid = loose.k", ["k", "x"])
-    assert_equal_multiset(shop, "ratios", "SELECT pid, pid / 3 AS third FROM parts", ["pid", "third"])
+    assert_equal_multiset(shop, "ratios", "SELECT pid, price / 3 AS third FROM parts", ["pid", "third"])
 
 
 def test_like_and_casts_to_text_compute_on_spark_as_in_postgres(engine, shop):
@@ -299,6 +299,33 @@ def test_like_and_casts_to_text_compute_on_spark_as_in_postgres(engine, shop):
     with pytest.raises(IdivmError, match=r"CAST\(.*d.* AS TEXT\)") as failure:
         engine.maintain("dated", engine="spark")
     assert "--engine postgres" in str(failure.value)
+
+
+def test_integer_division_computes_on_spark_as_in_postgres(engine, shop):
+    """Integer / truncates toward zero in PostgreSQL and divides into a double in Spark: rendered as
+    DIV cast back to the operands' type, it matches PostgreSQL on negatives, zero numerators, mixed
+    widths and nested divisions."""
+    shop.execute("CREATE TABLE nums (k int PRIMARY KEY, a int NOT NULL, b bigint NOT NULL, c smallint NOT NULL)")
+    rng = random.Random(11)
+
+    def row(k):
+        return (k, rng.choice([0, 7, -7, 1, -1, 2**31 - 1, -2**31 + 1]), rng.choice([5, -5, 2**62, -2**62, 3]),
+                rng.choice([1, -1, 2, -3, 32767]))
+
+    for k in range(1, 20):
+        shop.execute("INSERT INTO nums VALUES (%s, %s, %s, %s)", row(k))
+    sql = "SELECT k, a / c AS q1, b / c AS q2, (a / 2) / c AS q3, -a / 3 AS q4, c / c AS q5 FROM nums WHERE a / 2 <> 1"
+    cols = ["k", "q1", "q2", "q3", "q4", "q5"]
+    engine.register_view("quotients", sql)
+    assert "refused" not in engine.explain("quotients").split("under --engine spark")[1]
+    for _ in range(3):
+        with shop.transaction():
+            for _ in range(5):
+                k = rng.randint(1, 25)
+                shop.execute("DELETE FROM nums WHERE k = %s", (k,))
+                shop.execute("INSERT INTO nums VALUES (%s, %s, %s, %s)", row(k))
+        assert engine.maintain("quotients", engine="spark").offloaded > 0
+        assert_equal_multiset(shop, "quotients", sql, cols)
 
 
 def test_missing_pieces_are_named_with_how_to_install_them():

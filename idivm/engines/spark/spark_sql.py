@@ -1,9 +1,12 @@
 """Program trees as Spark SQL, through sqlglot's Spark dialect, with a checked list of what is
 allowed: constructs whose meaning is the same in Spark and in PostgreSQL (FAITHFUL). Anything
 else is refused by name before Spark runs, never converted into something that computes a
-different value: `/` divides integers exactly in PostgreSQL and into a double in Spark;
+different value: `/` of numerics or floats (Spark's decimal division has its own result scale);
 CAST(x AS numeric) has no precision in PostgreSQL and DECIMAL(10,0) in Spark; array_agg(x ORDER
-BY ...) loses its ORDER BY; casts to text print numbers differently."""
+BY ...) loses its ORDER BY; casts to text print numbers with fractions and dates differently.
+What the column types settle is rewritten or taken (they come from the inputs, spark_sql's
+`column_type`): integer `/` as Spark's DIV cast back to the operands' type, casts to text of
+integers, text and booleans."""
 from __future__ import annotations
 
 import re
@@ -38,11 +41,13 @@ TEXT_ALIKE = re.compile(r"^(smallint|integer|bigint|text|boolean|character varyi
 ColumnType = Callable[[R.Relation, str], "str | None"]
 
 
-def _printed_alike(tree: exp.Expression, relations: dict[str, R.Relation], column_type: ColumnType | None) -> set[int]:
-    """ids of the casts to text in `tree` (bound: its tables named as `relations` maps them back)
-    whose operand is a column of a type in TEXT_ALIKE, resolved through each query scope's sources."""
+def _column_types(tree: exp.Expression, relations: dict[str, R.Relation], column_type: ColumnType | None) -> dict[int, str]:
+    """The PostgreSQL type of each column node of `tree` (bound: its tables named as `relations`
+    maps them back) that reads a relation's column, directly or through derived tables and
+    UNIONs that pass it on as it is, by id of the node; resolved through each query scope's sources."""
     if column_type is None:
-        return set()
+        return {}
+
     def output_type(scope, name: str, depth: int) -> str | None:
         """The type of a derived table's output `name`: a column it passes on as it is; in a UNION,
         the same in every branch."""
@@ -59,7 +64,6 @@ def _printed_alike(tree: exp.Expression, relations: dict[str, R.Relation], colum
         return None
 
     def type_of(scope, column: exp.Column, depth: int = 0) -> str | None:
-        """The column's type: a relation's column, or a derived table's output that is one."""
         if column.table:
             source = scope.sources.get(column.table)
         else:  # unqualified: the scope's one source, if it has one
@@ -69,18 +73,76 @@ def _printed_alike(tree: exp.Expression, relations: dict[str, R.Relation], colum
             return column_type(rel, column.name) if rel is not None else None
         return output_type(source, column.name, depth) if isinstance(source, Scope) else None
 
-    out = set()
+    out: dict[int, str] = {}
     try:
         for scope in traverse_scope(tree):
             for column in scope.columns:
-                cast = column.parent
-                if isinstance(cast, exp.Cast) and cast.to.this == exp.DataType.Type.TEXT:
-                    sql_type = type_of(scope, column)
-                    if sql_type is not None and TEXT_ALIKE.match(sql_type):
-                        out.add(id(cast))
-    except Exception:  # a tree sqlglot's scopes cannot take: the casts not yet taken stay refused
+                sql_type = type_of(scope, column)
+                if sql_type is not None:
+                    out[id(column)] = sql_type
+    except Exception:  # a tree sqlglot's scopes cannot take: the columns not yet typed stay untyped
         pass
     return out
+
+
+def _printed_alike(tree: exp.Expression, types: dict[int, str]) -> set[int]:
+    """ids of the casts to text whose operand is a column of a type in TEXT_ALIKE."""
+    return {id(c) for c in tree.find_all(exp.Cast) if c.to.this == exp.DataType.Type.TEXT
+            and isinstance(c.this, exp.Column) and TEXT_ALIKE.match(types.get(id(c.this), ""))}
+
+
+INTEGERS = {"smallint": 0, "integer": 1, "bigint": 2}  # PostgreSQL's integer types, narrowest first
+INTEGER_CASTS = {exp.DataType.Type.SMALLINT: "smallint", exp.DataType.Type.INT: "integer",
+                 exp.DataType.Type.BIGINT: "bigint"}
+
+
+def _integer_type(e: exp.Expression, types: dict[int, str]) -> str | None:
+    """The integer type PostgreSQL gives `e`, if it is built of integers only: integer columns and
+    literals, + - * % and integer / of them, casts to an integer type; None for anything else."""
+    if isinstance(e, exp.Paren):
+        return _integer_type(e.this, types)
+    if isinstance(e, exp.Column):
+        return types.get(id(e)) if types.get(id(e)) in INTEGERS else None
+    if isinstance(e, exp.Literal) and not e.is_string and e.this.isdigit():
+        return "integer" if int(e.this) < 2**31 else "bigint" if int(e.this) < 2**63 else None
+    if isinstance(e, exp.Neg):
+        return _integer_type(e.this, types)
+    if isinstance(e, exp.Cast):
+        return INTEGER_CASTS.get(e.to.this)
+    if isinstance(e, (exp.Add, exp.Sub, exp.Mul, exp.Mod, exp.Div)):
+        left, right = _integer_type(e.this, types), _integer_type(e.expression, types)
+        if left is None or right is None:
+            return None
+        return max(left, right, key=INTEGERS.get)
+    return None
+
+
+def _integer_divisions(tree: exp.Expression, types: dict[int, str]) -> set[int]:
+    """Integer / as Spark computes it as PostgreSQL does, in place: `a / b` of integers truncates
+    toward zero in PostgreSQL and is a double in Spark; Spark's `a DIV b` truncates as Java's long
+    division does (toward zero), and the cast back to the operands' type raises where PostgreSQL's
+    result is out of its range (-2147483648 / -1), as ANSI mode makes casts do. Returns the ids of
+    the DIVs written, the only ones the check takes (a DIV of another origin is refused)."""
+    results = {id(d): t for d in tree.find_all(exp.Div) if (t := _integer_type(d, types)) is not None}
+    written: set[int] = set()
+
+    def rewritten(value):
+        if not (isinstance(value, exp.Div) and id(value) in results):
+            return value
+        div = exp.IntDiv(this=value.this, expression=value.expression)
+        written.add(id(div))
+        return exp.cast(div, results[id(value)], copy=False)
+
+    # children first (a division inside a division), in every parent's arguments (a node may
+    # stand in two places of a program tree)
+    for node in reversed(list(tree.walk())):
+        for key, value in list(node.args.items()):
+            if isinstance(value, list):
+                if any(isinstance(v, exp.Div) for v in value):
+                    node.set(key, [rewritten(v) for v in value])
+            elif isinstance(value, exp.Div):
+                node.set(key, rewritten(value))
+    return written
 
 
 def _untyped_nulls(tree: exp.Expression) -> exp.Expression:
@@ -111,14 +173,16 @@ def _text_compared(cast: exp.Cast) -> bool:
     return isinstance(up, (exp.NullSafeEQ, exp.NullSafeNEQ))
 
 
-def _check(tree: exp.Expression, alike: set[int] = frozenset()) -> None:
-    """Refuse the first node Spark would not compute as PostgreSQL does; `alike`: ids of casts to
-    text known to print alike (_printed_alike)."""
+def _check(tree: exp.Expression, taken: set[int] = frozenset()) -> None:
+    """Refuse the first node Spark would not compute as PostgreSQL does; `taken`: ids of the nodes
+    known to compute alike (casts to text printed alike, the integer divisions written)."""
     for node in tree.walk():
+        if id(node) in taken:
+            continue
         if not isinstance(node, FAITHFUL):
             raise UnsupportedQuery(f"the Spark engine cannot compute {node.sql('postgres')[:80]} exactly as "
                                    "PostgreSQL does; maintain this view with --engine postgres")
-        if isinstance(node, exp.Cast) and id(node) not in alike and not _text_compared(node):
+        if isinstance(node, exp.Cast) and not _text_compared(node):
             to = node.to
             exact = to.this in EXACT_CASTS or (to.this == exp.DataType.Type.DECIMAL and len(to.expressions) == 2)
             if not exact:
@@ -172,5 +236,7 @@ def spark_sql(tree: exp.Expression, column_type: ColumnType | None = None) -> st
         return exp.to_table(view_name(rel))
 
     bound = _untyped_nulls(R.bind_relations(tree, bind))
-    _check(bound, _printed_alike(bound, relations, column_type))
+    types = _column_types(bound, relations, column_type)
+    taken = _printed_alike(bound, types) | _integer_divisions(bound, types)
+    _check(bound, taken)
     return _rename_aliases(bound).sql("spark")
