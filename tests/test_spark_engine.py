@@ -278,22 +278,10 @@ def test_like_and_casts_to_text_compute_on_spark_as_in_postgres(engine, shop):
         return (k, rng.choice([None, 0, -12, 12, 120, -1, 2**62]), rng.choice(texts), rng.choice([True, False, None]),
                 None)
 
-    for k in range(1, 25):
-        shop.execute("INSERT INTO notes VALUES (%s, %s, %s, %s, %s)", row(k))
     sql = ("SELECT k, s FROM notes WHERE CAST(n AS TEXT) LIKE '-1%' OR CAST(n AS TEXT) LIKE '_2' "
            "OR s LIKE 'a_b' OR s LIKE '%\\%%' OR s NOT LIKE '%b%' OR CAST(b AS TEXT) LIKE 't%' "
            "OR s LIKE '%a%b'")
-    engine.register_view("liked", sql)
-    assert "refused" not in engine.explain("liked").split("under --engine spark")[1]
-    for _ in range(3):
-        with shop.transaction():
-            for _ in range(6):
-                k = rng.randint(1, 30)
-                shop.execute("DELETE FROM notes WHERE k = %s", (k,))
-                shop.execute("INSERT INTO notes VALUES (%s, %s, %s, %s, %s)", row(k))
-        report = engine.maintain("liked", engine="spark")
-        assert report.offloaded > 0
-        assert_equal_multiset(shop, "liked", sql, ["k", "s"])
+    _rounds_on_spark(engine, shop, rng, "notes", row, "liked", sql, ["k", "s"])
     engine.register_view("dated", "SELECT k FROM notes WHERE CAST(d AS TEXT) LIKE '2026%'")
     shop.execute("INSERT INTO notes VALUES (40, 1, 'x', true, DATE '2026-01-02')")
     with pytest.raises(IdivmError, match=r"CAST\(.*d.* AS TEXT\)") as failure:
@@ -312,20 +300,30 @@ def test_integer_division_computes_on_spark_as_in_postgres(engine, shop):
         return (k, rng.choice([0, 7, -7, 1, -1, 2**31 - 1, -2**31 + 1]), rng.choice([5, -5, 2**62, -2**62, 3]),
                 rng.choice([1, -1, 2, -3, 32767]))
 
-    for k in range(1, 20):
-        shop.execute("INSERT INTO nums VALUES (%s, %s, %s, %s)", row(k))
     sql = "SELECT k, a / c AS q1, b / c AS q2, (a / 2) / c AS q3, -a / 3 AS q4, c / c AS q5 FROM nums WHERE a / 2 <> 1"
-    cols = ["k", "q1", "q2", "q3", "q4", "q5"]
-    engine.register_view("quotients", sql)
-    assert "refused" not in engine.explain("quotients").split("under --engine spark")[1]
+    _rounds_on_spark(engine, shop, rng, "nums", row, "quotients", sql, ["k", "q1", "q2", "q3", "q4", "q5"])
+
+
+def _rounds_on_spark(engine, db, rng, table: str, row, view: str, sql: str, cols: list[str]) -> None:
+    """`table` filled with row(k) for 24 keys; `sql` registered as `view`, every step of it on Spark
+    (explain refuses none); three rounds of rows replaced at random, each maintained on Spark and
+    compared with the query."""
+    def put(k):
+        values = row(k)
+        db.execute(f"INSERT INTO {table} VALUES ({', '.join(['%s'] * len(values))})", values)
+
+    for k in range(1, 25):
+        put(k)
+    engine.register_view(view, sql)
+    assert "refused" not in engine.explain(view).split("under --engine spark")[1]
     for _ in range(3):
-        with shop.transaction():
-            for _ in range(5):
-                k = rng.randint(1, 25)
-                shop.execute("DELETE FROM nums WHERE k = %s", (k,))
-                shop.execute("INSERT INTO nums VALUES (%s, %s, %s, %s)", row(k))
-        assert engine.maintain("quotients", engine="spark").offloaded > 0
-        assert_equal_multiset(shop, "quotients", sql, cols)
+        with db.transaction():
+            for _ in range(6):
+                k = rng.randint(1, 30)
+                db.execute(f"DELETE FROM {table} WHERE k = %s", (k,))
+                put(k)
+        assert engine.maintain(view, engine="spark").offloaded > 0
+        assert_equal_multiset(db, view, sql, cols)
 
 
 def test_missing_pieces_are_named_with_how_to_install_them():
