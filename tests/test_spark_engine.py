@@ -267,9 +267,9 @@ def test_what_spark_cannot_compute_exactly_is_refused_and_nothing_is_lost(engine
 
 
 def test_like_and_casts_to_text_compute_on_spark_as_in_postgres(engine, shop):
-    """LIKE (with `_`, `%`, an escaped `%`, newlines, NULLs) and casts to text of the types both engines
-    print alike (integers, text, booleans) run on Spark and match PostgreSQL on random values; a
-    cast of a type printed otherwise (a date) is refused by name."""
+    """LIKE (with `_`, `%`, an escaped `%`, newlines, NULLs), casts to text of the types both engines
+    print alike (integers, text, booleans) and `||` of texts run on Spark and match PostgreSQL on
+    random values; a cast of a type printed otherwise (a date) is refused by name."""
     shop.execute("CREATE TABLE notes (k int PRIMARY KEY, n bigint, s text, b boolean, d date)")
     rng = random.Random(5)
     texts = ["a_b", "a%b", "axb", "a\nb", "line\nab", "", None, "-12", "ab", "AB"]
@@ -280,8 +280,11 @@ def test_like_and_casts_to_text_compute_on_spark_as_in_postgres(engine, shop):
 
     sql = ("SELECT k, s FROM notes WHERE CAST(n AS TEXT) LIKE '-1%' OR CAST(n AS TEXT) LIKE '_2' "
            "OR s LIKE 'a_b' OR s LIKE '%\\%%' OR s NOT LIKE '%b%' OR CAST(b AS TEXT) LIKE 't%' "
-           "OR s LIKE '%a%b'")
+           "OR s LIKE '%a%b' OR s || '-' || CAST(n AS TEXT) LIKE 'a%-1%'")
     _rounds_on_spark(engine, shop, rng, "notes", row, "liked", sql, ["k", "s"])
+    joined = ("SELECT t.k, t.s || '/' || CAST(t.n AS TEXT) AS sn, CAST(t.b AS TEXT) || d.category AS bs "
+              "FROM notes AS t JOIN devices AS d ON d.did = t.k")
+    _rounds_on_spark(engine, shop, rng, "notes", row, "joined_texts", joined, ["k", "sn", "bs"])
     engine.register_view("dated", "SELECT k FROM notes WHERE CAST(d AS TEXT) LIKE '2026%'")
     shop.execute("INSERT INTO notes VALUES (40, 1, 'x', true, DATE '2026-01-02')")
     with pytest.raises(IdivmError, match=r"CAST\(.*d.* AS TEXT\)") as failure:
@@ -305,12 +308,12 @@ def test_integer_division_computes_on_spark_as_in_postgres(engine, shop):
 
 
 def _rounds_on_spark(engine, db, rng, table: str, row, view: str, sql: str, cols: list[str]) -> None:
-    """`table` filled with row(k) for 24 keys; `sql` registered as `view`, every step of it on Spark
+    """`table` given row(k) for the keys 1-24 it lacks; `sql` registered as `view`, every step of it on Spark
     (explain refuses none); three rounds of rows replaced at random, each maintained on Spark and
     compared with the query."""
     def put(k):
         values = row(k)
-        db.execute(f"INSERT INTO {table} VALUES ({', '.join(['%s'] * len(values))})", values)
+        db.execute(f"INSERT INTO {table} VALUES ({', '.join(['%s'] * len(values))}) ON CONFLICT DO NOTHING", values)
 
     for k in range(1, 25):
         put(k)

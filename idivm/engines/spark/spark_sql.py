@@ -6,7 +6,7 @@ CAST(x AS numeric) has no precision in PostgreSQL and DECIMAL(10,0) in Spark; ar
 BY ...) loses its ORDER BY; casts to text print numbers with fractions and dates differently.
 What the column types settle is rewritten or taken (they come from the inputs, spark_sql's
 `column_type`): integer `/` as Spark's DIV cast back to the operands' type, casts to text of
-integers, text and booleans."""
+integers, text and booleans, `||` of texts."""
 from __future__ import annotations
 
 import re
@@ -89,6 +89,27 @@ def _printed_alike(tree: exp.Expression, types: dict[int, str]) -> set[int]:
     """ids of the casts to text whose operand is a column of a type in TEXT_ALIKE."""
     return {id(c) for c in tree.find_all(exp.Cast) if c.to.this == exp.DataType.Type.TEXT
             and isinstance(c.this, exp.Column) and TEXT_ALIKE.match(types.get(id(c.this), ""))}
+
+
+TEXTS = re.compile(r"^(text|character varying(\(\d+\))?)$")
+
+
+def _text_concatenations(tree: exp.Expression, types: dict[int, str], alike: set[int]) -> set[int]:
+    """ids of the `||` whose operands are all text: string literals, text columns, casts to text
+    printed alike (`alike`), other such `||`. Both engines concatenate them alike, NULL if any is
+    NULL; `||` of other types converts them to text first, which prints them as each engine does."""
+    def text(e: exp.Expression) -> bool:
+        if isinstance(e, exp.Paren):
+            return text(e.this)
+        if isinstance(e, exp.Literal):
+            return e.is_string
+        if isinstance(e, exp.Column):
+            return bool(TEXTS.match(types.get(id(e), "")))
+        if isinstance(e, exp.DPipe):
+            return text(e.this) and text(e.expression)
+        return id(e) in alike
+
+    return {id(d) for d in tree.find_all(exp.DPipe) if text(d)}
 
 
 INTEGERS = {"smallint": 0, "integer": 1, "bigint": 2}  # PostgreSQL's integer types, narrowest first
@@ -237,6 +258,7 @@ def spark_sql(tree: exp.Expression, column_type: ColumnType | None = None) -> st
 
     bound = _untyped_nulls(R.bind_relations(tree, bind))
     types = _column_types(bound, relations, column_type)
-    taken = _printed_alike(bound, types) | _integer_divisions(bound, types)
+    alike = _printed_alike(bound, types)
+    taken = alike | _text_concatenations(bound, types, alike) | _integer_divisions(bound, types)
     _check(bound, taken)
     return _rename_aliases(bound).sql("spark")
