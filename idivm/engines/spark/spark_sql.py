@@ -154,33 +154,35 @@ def _integer_divisions(tree: exp.Expression, types: dict[int, str]) -> set[int]:
         written.add(id(div))
         return exp.cast(div, results[id(value)], copy=False)
 
-    # children first (a division inside a division), in every parent's arguments (a node may
-    # stand in two places of a program tree)
+    _replace_children_first(tree, rewritten)  # a division inside a division: the inner one first
+    return written
+
+
+def _replace_children_first(tree: exp.Expression, replace) -> None:
+    """Each node of `tree` that replace(node) returns another node for, replaced by it, in place:
+    children before their parents (so that a parent's replacement holds its children's), and in
+    every parent's arguments rather than through transform(), since a program tree may hold one
+    node in two places (a node knows one parent)."""
     for node in reversed(list(tree.walk())):
         for key, value in list(node.args.items()):
             if isinstance(value, list):
-                if any(isinstance(v, exp.Div) for v in value):
-                    node.set(key, [rewritten(v) for v in value])
-            elif isinstance(value, exp.Div):
-                node.set(key, rewritten(value))
-    return written
+                new = [replace(v) if isinstance(v, exp.Expression) else v for v in value]
+                if any(n is not v for n, v in zip(new, value)):
+                    node.set(key, new)
+            elif isinstance(value, exp.Expression):
+                new = replace(value)
+                if new is not value:
+                    node.set(key, new)
 
 
 def _untyped_nulls(tree: exp.Expression) -> exp.Expression:
     """CAST(NULL AS t) as NULL: the planner types the NULLs it writes (an outer join's missing side,
     COALESCE(SUM(x), 0)'s branches), and Spark's decimal without precision is decimal(10,0), which
     could narrow what a UNION widens it with; a NULL of no type widens to whatever meets it."""
-    def typed_null(value) -> bool:
-        return isinstance(value, exp.Cast) and isinstance(value.this, exp.Null)
+    def untyped(value: exp.Expression) -> exp.Expression:
+        return exp.null() if isinstance(value, exp.Cast) and isinstance(value.this, exp.Null) else value
 
-    # every parent's arguments, not transform(): a program tree may hold one node in two places;
-    # children first, so that CAST(CAST(NULL AS int) AS text) goes whole
-    for node in reversed(list(tree.walk())):
-        for key, value in list(node.args.items()):
-            if typed_null(value):
-                node.set(key, exp.null())
-            elif isinstance(value, list) and any(typed_null(v) for v in value):
-                node.set(key, [exp.null() if typed_null(v) else v for v in value])
+    _replace_children_first(tree, untyped)  # so that CAST(CAST(NULL AS int) AS text) goes whole
     return tree
 
 

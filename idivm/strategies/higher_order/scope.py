@@ -24,7 +24,8 @@ class SumType(NamedTuple):
     """What a map's sum of an exact argument is shown as: the type PostgreSQL gives the SUM, and
     the scale every value of the argument has (0 for integers, s for numeric(p, s)), or None where
     each value has its own (an unconstrained numeric): the query's sum has the greatest scale among
-    the group's rows, which the view table reads from a map of scales (translate.py)."""
+    the group's rows, which the view table reads from one more sum map, of their scale weights
+    (translate.py, program/numeric_scale.py)."""
 
     type: str
     scale: int | None

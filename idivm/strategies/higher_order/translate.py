@@ -235,17 +235,15 @@ def _aggregate(agg: Aggregate, sum_type, read) -> Translation:
         cond = scope.not_null(e)
         if cond is None:
             return "count"
-        name = f"count_{len(out.maps)}"
-        query = Sum(keys, mul(body, cond))
-        for known, q in out.maps.items():
-            if q == query:
-                return known
-        out.maps[name] = query
-        return name
+        return map_of(cond, "count")
 
     def sum_of(value: Expr) -> str:
-        query = Sum(keys, mul(body, value))
-        name = next((k for k, q in out.maps.items() if q == query), f"sum_{len(out.maps)}")
+        return map_of(value, "sum")
+
+    def map_of(factor: Expr, prefix: str) -> str:
+        """The map Sum(keys, body * factor): one already made with that definition, else a new one."""
+        query = Sum(keys, mul(body, factor))
+        name = next((k for k, q in out.maps.items() if q == query), f"{prefix}_{len(out.maps)}")
         out.maps[name] = query
         return name
 
