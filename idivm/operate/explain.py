@@ -26,12 +26,12 @@ from .summary import compilation_summary, summary
 def explain_view(conn: Connection, row: sa.Row, spark_settings=None) -> str:
     """The stored view: plan, i-diff schemas, rule DAG, Δ-program and the statements maintenance runs;
     with the Spark settings in effect, its engine policy and the cost model's choice too."""
-    program = catalog.program_of(conn, row.id)
+    text = catalog.program_of(conn, row.id)
+    program = from_json(text) if text is not None else None
     parts = _explained(f"view {display_name(row.schema_name, row.view_name)}  (strategy: {row.strategy})",
                        summary(conn, row), row.definition, row.strategy, row.plan_text,
-                       catalog.diff_schema_labels(conn, row.id), catalog.derivations(conn, row.id),
-                       from_json(program) if program is not None else None,
-                       spark_input_types(conn, row.id, from_json(program)) if program is not None else ())
+                       catalog.diff_schema_labels(conn, row.id), catalog.derivations(conn, row.id), program,
+                       spark_input_types(conn, row.id, program) if program is not None else ())
     if spark_settings is not None and row.mode == "deferred":
         parts.append("engine (docs/spark.md, \"Choosing the engine\"):\n" + _indent(engine_summary(conn, row, spark_settings)))
     return "\n\n".join(parts)
