@@ -12,8 +12,9 @@ JVM_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 
 def _exact(row: tuple) -> tuple:
     """A numeric's scale is part of its value as PostgreSQL shows it (`0.00` is not `0`), and
-    Decimal equality ignores it; compare numerics by their text."""
-    return tuple(str(v) if isinstance(v, Decimal) else v for v in row)
+    Decimal equality ignores it; compare numerics by their text. Arrays and jsonb values (lists,
+    dicts) by their repr, to be counted."""
+    return tuple(str(v) if isinstance(v, Decimal) else repr(v) if isinstance(v, (list, dict)) else v for v in row)
 
 
 def view_rows(conn, view: str, columns: list[str]) -> Counter:

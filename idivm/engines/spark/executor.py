@@ -46,7 +46,7 @@ from .local_inputs import read_local, select_columns
 from .needs import needed_columns, occurrences
 from .pushdown import Pushdown
 from .progress import new_group, tracking
-from .reads import columns_to_read, export, read, read_table
+from .reads import columns_to_read, export, read, read_table, select_read, spark_read_type
 from .session import run_session
 from .settings import SparkSettings
 from .spark_sql import spark_sql, view_name
@@ -194,7 +194,7 @@ def _text(t: str | UnsupportedQuery) -> str:
 def _sources(inputs: list, queries: list) -> list[tuple]:
     """What Spark reads for these queries, from the view's inputs (catalog.view_inputs): (relation,
     its captured table, its TableInfo, the names the queries use (None: all), the columns to read);
-    each column checked exact, or refused by name. Of an i-diff instance only the change kind and
+    carried ones read as text (reads.py). Of an i-diff instance only the change kind and
     the images of the columns read (of those the view reads, which are the ones its instance has)."""
     by_id = {t.id: t for t in inputs}
     by_name = {(t.schema_name, t.table_name): t for t in inputs}
@@ -249,6 +249,16 @@ def without_adaptive_execution(spark, settings: SparkSettings) -> None:
         spark.conf.set(ADAPTIVE, "false")
 
 
+def _refusal(error: Exception) -> IdivmError | None:
+    """A value the Spark job refused (spark_sql.py, reads.py: errors raised with a message starting
+    "idivm: ") as one line, the first of that message; None for any other error."""
+    at = str(error).find("idivm: ")
+    if at < 0:
+        return None
+    line = str(error)[at + len("idivm: "):].splitlines()[0].split(" SQLSTATE:")[0].rstrip(". ")
+    return IdivmError(f"{line}; nothing was applied (the PostgreSQL engine takes any value: --engine postgres)")
+
+
 def _instance(view_id: int, captured_id: int) -> str:
     """The view's i-diff instance of a captured table, as its compiled function filled it."""
     return qualified("pg_temp", view_delta(view_id, captured_id))
@@ -275,17 +285,22 @@ def _compute(conn: Connection, view_id: int, work: list[Offload], texts: dict[in
         name = view_name(rel)
         if rel.kind != R.DELTA:  # only the rows the batch can join, where the queries say which
             where = f" WHERE {filters[rel]}" if rel in filters else ""
-            if not read_local(spark, cur, select_columns(columns, info.qualified + where),
-                              [(c, info.type_of(c)) for c in columns], name, settings.local_rows):
+            if not read_local(spark, cur, select_read(columns, info.qualified + where, info.type_of),
+                              [(c, spark_read_type(info.type_of(c))) for c in columns], name, settings.local_rows):
                 read_table(spark, settings, cur, snapshot, name, info, names, where)
                 jdbc.add(name)
             continue
         image_types = {i(c): info.type_of(c) for c in info.column_names for i in (R.pre, R.post)}
-        types = [(c, image_types.get(c, "text")) for c in columns]  # and the change kind, I, D or U
-        if read_local(spark, cur, select_columns(columns, instance(int(rel.name))), types, name, settings.local_rows):
+
+        def type_of(column: str, image_types=image_types) -> str:
+            return image_types.get(column, "text")  # and the change kind, I, D or U
+
+        types = [(c, spark_read_type(type_of(c))) for c in columns]
+        if read_local(spark, cur, select_read(columns, instance(int(rel.name)), type_of), types, name,
+                      settings.local_rows):
             continue  # this transaction's own i-diff instance: the window's changes, folded
         source = f"({fold_select(info, log_images(t.log_table, catalog.unconsumed('l', view_id)), t.read_columns)}) AS t"
-        read(spark, settings, select_columns(columns, source), snapshot, name)
+        read(spark, settings, select_read(columns, source, type_of), snapshot, name)
         jdbc.add(name)
     separate = os.environ.get("IDIVM_SPARK_SEPARATE_READS") == "1"
     uses = Counter(rel for q in queries for rel in occurrences(q))  # every place that reads it
@@ -308,8 +323,10 @@ def _compute(conn: Connection, view_id: int, work: list[Offload], texts: dict[in
             if not jdbc:
                 without_adaptive_execution(spark, settings)
             plan = spark.sql(merged_sql([texts[id(o)] for o in work], widths))  # Spark runs them side by side
-            copy_split(cur, staged,
-                       split_rows(result_rows(plan, small=not jdbc), widths), tracker)
+            try:
+                copy_split(cur, staged, split_rows(result_rows(plan, small=not jdbc), widths), tracker)
+            except Exception as e:
+                raise _refusal(e) or e
     finally:
         for name in kept:
             spark.catalog.uncacheTable(name)

@@ -58,14 +58,20 @@ class SparkFill:
         if not rels or any(r.kind != R.BASE for r in rels) or not _committed(conn, rels):
             create_as(conn, table, query)  # reads what this transaction just created
             return
-        text = spark_sql(query)  # refuses, by name, what Spark would not compute exactly
+        infos = {rel: reflect_table(conn, rel.schema, rel.name) for rel in needed_columns([query])}
+
+        def column_type(rel: R.Relation, column: str) -> str | None:
+            info = infos.get(rel)
+            return info.type_of(column) if info is not None and column in info.column_names else None
+
+        text = spark_sql(query, column_type)  # refuses, by name, what Spark would not compute exactly
         started = time.perf_counter()
         run(conn, f"CREATE TABLE {table} {WITH_STORAGE} AS\n{pg_sql(query)}\nWITH NO DATA")
         cur = conn.connection.driver_connection.cursor()
         snapshot = export(cur)
         spark = run_session(self.settings)  # its own temp views (session.py)
         for rel, names in needed_columns([query]).items():
-            read_table(spark, self.settings, cur, snapshot, view_name(rel), reflect_table(conn, rel.schema, rel.name), names)
+            read_table(spark, self.settings, cur, snapshot, view_name(rel), infos[rel], names)
         with tracking(spark, new_group("fill"), self.progress) as tracker:
             rows = copy_rows(cur, table, result_rows(spark.sql(text)), tracker)
         self.computed.append((table, rows, time.perf_counter() - started))

@@ -10,16 +10,16 @@ READ; SET TRANSACTION SNAPSHOT ...). Two ways that can silently fail are closed:
   statement) would see newer data: every row carries the reading transaction's
   pg_current_snapshot(), and Spark raises (assert_true) on any row read under another snapshot.
 
-Only types that Spark and JDBC carry exactly are read (EXACT_TYPES); anything else is refused by
-name: an unconstrained numeric, for one, arrives as decimal(38,18) and would lose digits.
+Types that Spark and JDBC carry exactly (EXACT_TYPES) are read as they are; a column of any other
+type is *carried*: read as PostgreSQL's text of its value (an unconstrained numeric would arrive as
+decimal(38,18) and lose digits and its scale, a timestamp through the JVM's time zone), which goes
+back into PostgreSQL as that very value. What Spark may do with a carried value is spark_sql.py's.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from ...errors import UnsupportedQuery
-from ...names import display_name
 from ...sqltext import ident, string_literal
 from .settings import SparkSettings
 
@@ -28,14 +28,21 @@ EXACT_TYPES = re.compile(r"^(smallint|integer|bigint|real|double precision|text|
                          r"|character varying(\(\d+\))?|character\(\d+\))$")
 
 
-def check_types(where: str, columns) -> None:
-    """Refuse, naming it, the first column whose type Spark would not carry exactly."""
-    for name, sql_type in columns:
-        if not EXACT_TYPES.match(sql_type):
-            raise UnsupportedQuery(
-                f"the Spark engine cannot read {where}.{name} of type {sql_type} exactly (it reads integers, "
-                "numeric with a declared precision and scale, floating point, text, boolean and date); "
-                "maintain this view with --engine postgres")
+def carried(sql_type: str) -> bool:
+    """Whether a base table's column of this type is read as its text (see above)."""
+    return not EXACT_TYPES.match(sql_type)
+
+
+def spark_read_type(sql_type: str) -> str:
+    """The PostgreSQL type a base table's column arrives in Spark as: its own, or text if carried."""
+    return "text" if carried(sql_type) else sql_type
+
+
+def select_read(columns: list[str], source: str, type_of) -> str:
+    """SELECT of a base table's (or i-diff instance's) quoted `columns` from `source` as Spark reads
+    them: each carried column (type_of(column) -> its type) as its text, under its own name."""
+    return "SELECT " + ", ".join(f"CAST({ident(c)} AS text) AS {ident(c)}" if carried(type_of(c)) else ident(c)
+                                 for c in columns) + f" FROM {source}"
 
 
 @dataclass(frozen=True)
@@ -112,19 +119,17 @@ def read(spark, settings: SparkSettings, query: str, snapshot: Snapshot, name: s
 
 
 def columns_to_read(info, names: set[str] | None) -> list[str]:
-    """The table's columns named in `names` (None: all), in table order, each checked exact."""
-    columns = [c for c in info.column_names if names is None or c in names]
-    check_types(display_name(info.schema, info.name), [(c, info.type_of(c)) for c in columns])
-    return columns
+    """The table's columns named in `names` (None: all), in table order."""
+    return [c for c in info.column_names if names is None or c in names]
 
 
 def read_table(spark, settings: SparkSettings, cursor, snapshot: Snapshot, name: str, info, names: set[str] | None,
                where: str = "") -> None:
     """A base table as the temp view `name`: only the columns in `names` (None: all; none at all
-    still reads one NULL per row, since a row's presence counts), each checked exact; restricted by
+    still reads one NULL per row, since a row's presence counts), carried ones as text; restricted by
     `where` (an SQL WHERE clause, or ''); read in parallel key ranges when it is read whole and
     large."""
     columns = columns_to_read(info, names)
     ranges = partitioning(cursor, info.qualified, info, settings.cores()) if not where and info.key[0] in columns else None
-    read(spark, settings, f"SELECT {', '.join(ident(c) for c in columns) or 'NULL'} FROM {info.qualified}{where}",
-         snapshot, name, ranges)
+    query = select_read(columns, info.qualified + where, info.type_of) if columns else f"SELECT NULL FROM {info.qualified}{where}"
+    read(spark, settings, query, snapshot, name, ranges)

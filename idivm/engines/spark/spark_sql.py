@@ -17,6 +17,7 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from ...errors import UnsupportedQuery
 from ...program import relations as R
+from .reads import carried
 
 FAITHFUL = (
     exp.Select, exp.From, exp.Join, exp.Where, exp.Group, exp.Having, exp.Subquery, exp.Union, exp.Table,
@@ -41,14 +42,17 @@ TEXT_ALIKE = re.compile(r"^(smallint|integer|bigint|text|boolean|character varyi
 ColumnType = Callable[[R.Relation, str], "str | None"]
 
 
-def _column_types(tree: exp.Expression, relations: dict[str, R.Relation], column_type: ColumnType | None) -> dict[int, str]:
+def _column_types(tree: exp.Expression, relations: dict[str, R.Relation], column_type: ColumnType | None
+                  ) -> tuple[dict[int, str], set[int]]:
     """The PostgreSQL type of each column node of `tree` (bound: its tables named as `relations`
     maps them back) that reads a relation's column, directly or through derived tables and
-    UNIONs that pass it on as it is, by id of the node; resolved through each query scope's sources."""
+    UNIONs that pass it on as it is, by id of the node; resolved through each query scope's sources.
+    And the ids of those whose values Spark holds as their text (a base table's or an i-diff's
+    column of a carried type, reads.py; a map's or cache's columns come as decimals)."""
     if column_type is None:
-        return {}
+        return {}, set()
 
-    def output_type(scope, name: str, depth: int) -> str | None:
+    def output_type(scope, name: str, depth: int) -> tuple[str, bool] | None:
         """The type of a derived table's output `name`: a column it passes on as it is; in a UNION,
         the same in every branch."""
         if depth > 8:
@@ -63,26 +67,122 @@ def _column_types(tree: exp.Expression, relations: dict[str, R.Relation], column
                     return type_of(scope, inner, depth + 1) if isinstance(inner, exp.Column) else None
         return None
 
-    def type_of(scope, column: exp.Column, depth: int = 0) -> str | None:
+    def type_of(scope, column: exp.Column, depth: int = 0) -> tuple[str, bool] | None:
         if column.table:
             source = scope.sources.get(column.table)
         else:  # unqualified: the scope's one source, if it has one
             source = next(iter(scope.sources.values())) if len(scope.sources) == 1 else None
         if isinstance(source, exp.Table):
             rel = relations.get(source.name)
-            return column_type(rel, column.name) if rel is not None else None
+            sql_type = column_type(rel, column.name) if rel is not None else None
+            return None if sql_type is None else (sql_type, rel.kind != R.VIEW and carried(sql_type))
         return output_type(source, column.name, depth) if isinstance(source, Scope) else None
 
     out: dict[int, str] = {}
+    as_text: set[int] = set()
     try:
         for scope in traverse_scope(tree):
             for column in scope.columns:
-                sql_type = type_of(scope, column)
-                if sql_type is not None:
-                    out[id(column)] = sql_type
+                typed = type_of(scope, column)
+                if typed is not None:
+                    out[id(column)] = typed[0]
+                    if typed[1]:
+                        as_text.add(id(column))
     except Exception:  # a tree sqlglot's scopes cannot take: the columns not yet typed stay untyped
         pass
-    return out
+    return out, as_text
+
+
+COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.NullSafeEQ, exp.NullSafeNEQ, exp.Between,
+               exp.In)
+# the scale Spark compares unconstrained numerics at: 20 digits before the point, 18 after
+COMPARED_DECIMAL = (38, 18)
+_FITS = f"^-?[0-9]{{1,{COMPARED_DECIMAL[0] - COMPARED_DECIMAL[1]}}}([.][0-9]{{1,{COMPARED_DECIMAL[1]}}})?$"
+_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def _checked_decimal(column: exp.Column) -> exp.Expression:
+    """A carried numeric's text as Spark's decimal(38,18), exactly: a value with more digits (or
+    NaN, Infinity) fails the Spark job with one line naming the column and the value, rather than
+    being rounded into a comparison that could then go the other way."""
+    name = column.name
+    for image in (R.pre, R.post):
+        if name.startswith(image("")):
+            name = name[len(image("")):]
+    message = exp.Concat(expressions=[
+        exp.Literal.string(f"idivm: the Spark engine compares numeric values as decimal{COMPARED_DECIMAL}, and "
+                           f"column {name} holds "), column.copy()], safe=False)
+    fits = exp.Or(this=exp.Is(this=column.copy(), expression=exp.Null()),
+                  expression=exp.RegexpLike(this=column.copy(), expression=exp.Literal.string(_FITS)))
+    decimal = exp.DataType.build(f"DECIMAL({COMPARED_DECIMAL[0]}, {COMPARED_DECIMAL[1]})")
+    return exp.Case(ifs=[exp.If(this=fits, true=exp.Cast(this=column.copy(), to=decimal))],
+                    default=exp.Anonymous(this="raise_error", expressions=[message]))
+
+
+def _passed_on(column: exp.Column) -> exp.Select | None:
+    """The SELECT `column` is an output of, as it is (aliased or not), if it is one."""
+    node = column.parent if isinstance(column.parent, exp.Alias) else column
+    select = node.parent
+    return select if isinstance(select, exp.Select) and any(e is node for e in select.expressions) else None
+
+
+def _deduplicates(select: exp.Select) -> bool:
+    """Whether rows that PostgreSQL calls equal are merged by this SELECT (DISTINCT, or a branch of
+    a UNION / EXCEPT / INTERSECT without ALL): a carried value's text would keep 1.0 and 1.00 apart."""
+    up = select.parent.this if isinstance(select.parent, exp.Subquery) else select
+    return bool(select.args.get("distinct")) or (isinstance(up.parent, exp.SetOperation)
+                                                 and bool(up.parent.args.get("distinct")))
+
+
+def _carried_values(tree: exp.Expression, types: dict[int, str], as_text: set[int], relations: dict[str, R.Relation],
+                    column_type: ColumnType | None) -> set[int]:
+    """What Spark may do with a value it holds as PostgreSQL's text (reads.py): pass it on as an
+    output (back into PostgreSQL as that very value), test it for NULL, count it, cast it to text;
+    compare it, where the type's order is its text's (uuid, as `=`, `<`, IN a list, or in groups
+    and DISTINCT) or where an exact Spark type holds it (an unconstrained numeric, compared as
+    _checked_decimal, written in place here). Anything else is refused by name. Returns the ids
+    of the nodes it wrote or took."""
+    taken: set[int] = set()
+    for column in list(tree.find_all(exp.Column)):
+        if id(column) not in as_text:
+            if id(column) not in types and column_type is not None and any(
+                    rel.kind != R.VIEW and carried(column_type(rel, column.name) or "integer") for rel in relations.values()):
+                raise UnsupportedQuery(f"the Spark engine cannot tell which column {column.sql('postgres')} reads, and "
+                                       "a column of that name is read as its text; maintain this view with --engine postgres")
+            continue
+        sql_type, parent = types[id(column)], column.parent
+        up = parent.parent if isinstance(parent, exp.Tuple) else parent
+        ordered_as_text = sql_type == "uuid"
+        select = _passed_on(column)
+        if select is not None and (ordered_as_text or not _deduplicates(select)):
+            continue
+        if isinstance(parent, (exp.Is, exp.Count)) and column is parent.this:
+            continue
+        if isinstance(parent, exp.Cast) and parent.to.this == exp.DataType.Type.TEXT:
+            taken.add(id(parent))
+            continue
+        if ordered_as_text and isinstance(parent, exp.Group):
+            continue
+        if isinstance(up, COMPARISONS) and not up.args.get("query"):
+            others = [o for o in up.iter_expressions() if o is not parent and o is not column]
+            if isinstance(parent, exp.Tuple):
+                others = [o for o in others if not isinstance(o, exp.Tuple)] + [
+                    t.expressions[parent.expressions.index(column)] for t in up.iter_expressions()
+                    if isinstance(t, exp.Tuple) and t is not parent and len(t.expressions) == len(parent.expressions)]
+            if ordered_as_text and all(id(o) in as_text and types[id(o)] == sql_type
+                                       or (isinstance(o, exp.Literal) and o.is_string and _UUID.match(o.this))
+                                       or isinstance(o, exp.Null) for o in others):
+                continue
+            if sql_type == "numeric" and not any(isinstance(o, exp.Literal) and o.is_string for o in others):
+                checked = _checked_decimal(column)
+                taken |= {id(n) for n in checked.walk()}
+                column.replace(checked)
+                continue
+        raise UnsupportedQuery(
+            f"the Spark engine reads {column.name} ({sql_type}) as its text, and cannot compute "
+            f"{(up or column).sql('postgres')[:80]} on it exactly as PostgreSQL does (it passes such values on, "
+            "tests them for NULL and compares unconstrained numerics and uuids); maintain this view with --engine postgres")
+    return taken
 
 
 def _printed_alike(tree: exp.Expression, types: dict[int, str]) -> set[int]:
@@ -259,8 +359,10 @@ def spark_sql(tree: exp.Expression, column_type: ColumnType | None = None) -> st
         return exp.to_table(view_name(rel))
 
     bound = _untyped_nulls(R.bind_relations(tree, bind))
-    types = _column_types(bound, relations, column_type)
+    types, as_text = _column_types(bound, relations, column_type)
+    carried_taken = _carried_values(bound, types, as_text, relations, column_type)
     alike = _printed_alike(bound, types)
-    taken = alike | _text_concatenations(bound, types, alike) | _integer_divisions(bound, types)
+    taken = (carried_taken | alike | _text_concatenations(bound, types, alike)
+             | _integer_divisions(bound, types))
     _check(bound, taken)
     return _rename_aliases(bound).sql("spark")
