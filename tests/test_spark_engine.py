@@ -482,8 +482,8 @@ def test_adaptive_execution_set_by_the_user_is_kept():
 def test_higher_order_increments_read_maps_on_spark(engine, shop, monkeypatch):
     """A higher-order view's increments that join the batch with a map no earlier step writes
     (M += Δparts ⋈ M', before M' += Δdevices_parts) are computed on Spark, the map handed over as
-    it was before the maintenance; with a local limit below the map's size those steps stay in
-    PostgreSQL. Exact either way, over random write streams (sums of numeric(8,2) prices in maps
+    it was before the maintenance, restricted to the keys the batch joins; with a local limit below
+    what the batch joins of the map those steps stay in PostgreSQL. Exact either way, over random write streams (sums of numeric(8,2) prices in maps
     of unconstrained numeric)."""
     from idivm.engines.spark import executor
 
@@ -495,7 +495,7 @@ def test_higher_order_increments_read_maps_on_spark(engine, shop, monkeypatch):
     def recording_local(spark, cursor, query, columns, name, limit):
         fits = real_local(spark, cursor, query, columns, name, limit)
         if name.startswith("idivm_kept_"):
-            handed.append((name, limit, fits))
+            handed.append((query, limit, fits))
         return fits
 
     monkeypatch.setattr(executor, "read_local", recording_local)
@@ -506,7 +506,10 @@ def test_higher_order_increments_read_maps_on_spark(engine, shop, monkeypatch):
         engine.maintain("g", engine="spark")
         assert_equal_multiset(shop, "g", sql, cols)
     assert any(fits for _, limit, fits in handed if limit == 20000), handed  # maps read on Spark
-    assert all(not fits for _, limit, fits in handed if limit == 1), handed  # too large: PostgreSQL
+    # restricted to the keys the batch joins, a map larger than the limit still goes to Spark when
+    # the batch touches no more keys; read whole, it stays in PostgreSQL
+    assert any(fits and " WHERE " in query for query, limit, fits in handed if limit == 1), handed
+    assert all(not fits for query, limit, fits in handed if limit == 1 and " WHERE " not in query), handed
 
 
 def test_what_a_batch_cannot_produce_is_not_computed_on_spark(engine, shop, monkeypatch):

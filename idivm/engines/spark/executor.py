@@ -216,11 +216,12 @@ def _sources(inputs: list, queries: list) -> list[tuple]:
     return out
 
 
-def _read_maintained(spark, cur, work: list[Offload], settings: SparkSettings) -> set:
+def _read_maintained(spark, cur, work: list[Offload], settings: SparkSettings, filters: dict) -> set:
     """Hand Spark the maps and caches the queries read (Offload.reads), as they are before this
     maintenance's steps (none has run yet, and none before the reading step writes them), from the
-    transaction itself; those it cannot take exactly (more than the local limit's rows, values wider
-    than Spark's decimals) are returned, and the steps reading them stay in PostgreSQL."""
+    transaction itself, only the rows the batch can join where `filters` (pushdown.py) says which;
+    those it cannot take exactly (more than the local limit's rows, values wider than Spark's
+    decimals) are returned, and the steps reading them stay in PostgreSQL."""
     wanted = {rel for o in work for rel in o.reads}
     names = needed_columns([o.query for o in work if o.reads])
     unreadable = set()
@@ -228,7 +229,8 @@ def _read_maintained(spark, cur, work: list[Offload], settings: SparkSettings) -
         table = qualified(rel.schema, rel.name)
         (rows,) = cur.execute(f"SELECT {columns_json('to_regclass(%s)')}", (table,)).fetchone()
         columns = [(c, t) for c, t, *_ in rows or [] if names.get(rel) is None or c in names[rel]]
-        if not read_local(spark, cur, select_columns([c for c, _ in columns], table), columns, view_name(rel),
+        where = f" WHERE {filters[rel]}" if rel in filters else ""
+        if not read_local(spark, cur, select_columns([c for c, _ in columns], table + where), columns, view_name(rel),
                           settings.local_rows):
             unreadable.add(rel)
     return unreadable
@@ -273,13 +275,13 @@ def _compute(conn: Connection, view_id: int, work: list[Offload], texts: dict[in
     cur = conn.connection.driver_connection.cursor()
     snapshot = export(cur)
     spark = run_session(settings)  # its own temp views and settings (session.py)
-    unreadable = _read_maintained(spark, cur, work, settings)
+    instance = functools.partial(_instance, view_id)
+    filters = Pushdown(cur, lambda rel: qualified(rel.schema, rel.name), instance).filters([o.query for o in work])
+    unreadable = _read_maintained(spark, cur, work, settings, filters)
     work = [o for o in work if not o.reads & unreadable]  # those steps stay in PostgreSQL
     if not work:
         return [], {}
     queries = [o.query for o in work]
-    instance = functools.partial(_instance, view_id)
-    filters = Pushdown(cur, lambda rel: qualified(rel.schema, rel.name), instance).filters(queries)
     jdbc = set()  # what Spark's executors read through JDBC (the rest came from this transaction)
     for rel, t, info, names, columns in _sources(inputs, queries):
         name = view_name(rel)

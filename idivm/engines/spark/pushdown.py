@@ -1,4 +1,5 @@
-"""Reading from a base table only the rows a small batch can join: filters pushed down to PostgreSQL.
+"""Reading from a base table, map or cache only the rows a small batch can join: filters pushed down
+to PostgreSQL.
 
 Spark reads a base table over JDBC; read whole, a table of millions of rows costs seconds even for
 a batch of ten changes. But a SELECT that joins the table by an equality can only use its rows
@@ -16,7 +17,9 @@ the table; whatever encloses that SELECT (a UNION branch, an EXISTS, a NOT IN), 
 its conjuncts contribute nothing, so dropping them before the read is exact. A SELECT with an
 outer join restricts none of its tables (its preserved side keeps rows that match nothing). A
 table read in several places (several queries, UNION branches) is read once, restricted by the
-OR of its occurrences' filters, or whole if one occurrence has none.
+OR of its occurrences' filters, or whole if one occurrence has none. A map or cache a higher-order
+increment joins (read from the transaction, engines/spark/executor.py) is restricted the same way,
+so a map larger than the local limit still goes to Spark when the batch touches few of its keys.
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ from ...program.trees import conjuncts, froms
 from ...sqltext import ident
 
 PUSHDOWN_LIMIT = 20_000  # at most this many distinct batch values are inlined into a base table's read
+RESTRICTED = (R.BASE, R.VIEW)  # base tables, and the maps and caches a program keeps
 
 
 def _scope(sel: exp.Select) -> dict[str, R.Relation]:
@@ -51,6 +55,37 @@ def _deltas_in_scope(sel: exp.Select) -> dict[str, R.Relation]:
                 if rel.kind == R.DELTA:
                     out.setdefault(a, rel)
         node = node.parent
+    return out
+
+
+def _batch_columns(sel: exp.Select) -> dict[str, dict[str, list[tuple[int, str]]]]:
+    """Per derived table of a SELECT's FROM that reads the batch alone (each branch of it, a SELECT
+    or a UNION of them, over one Δ instance: the higher-order strategy's signed batch, post-images
+    UNION ALL pre-images): per output that each branch takes as it is from its Δ, the (captured id,
+    Δ column) pairs it comes from. Its values are among those columns' values, whatever the
+    branches' WHEREs keep."""
+    out: dict[str, dict[str, list[tuple[int, str]]]] = {}
+    for item in froms(sel):
+        if not (isinstance(item, exp.Subquery) and item.alias):
+            continue
+        inner = item.this
+        branches = [inner] if isinstance(inner, exp.Select) else (
+            list(inner.find_all(exp.Select)) if isinstance(inner, exp.Union) else [])
+        if not branches or any(len(b.expressions) != len(branches[0].expressions) for b in branches):
+            continue
+        names = [e.alias_or_name for e in branches[0].expressions]  # a UNION's columns: its first branch's
+        columns: dict[str, list[tuple[int, str]]] = {}
+        for branch in branches:
+            sources = froms(branch)
+            rel = R.relation_of(sources[0]) if len(sources) == 1 and isinstance(sources[0], exp.Table) else None
+            if rel is None or rel.kind != R.DELTA or branch.find(exp.Subquery):
+                columns = {}
+                break
+            for name, e in zip(names, branch.expressions):  # by position, as a UNION pairs them
+                value = e.this if isinstance(e, exp.Alias) else e
+                if isinstance(value, exp.Column):
+                    columns.setdefault(name, []).append((int(rel.name), value.name))
+        out[item.alias] = {name: pairs for name, pairs in columns.items() if len(pairs) == len(branches)}
     return out
 
 
@@ -90,14 +125,20 @@ class Pushdown:
                                                                   for c in conjuncts(j.args.get("on"))]
                       if isinstance(c, exp.EQ) and isinstance(c.this, exp.Column) and isinstance(c.expression, exp.Column)]
         edges = [(b, o) for x, y in equalities for b, o in ((x, y), (y, x))
-                 if b.table in here and here[b.table].kind == R.BASE]
+                 if b.table in here and here[b.table].kind in RESTRICTED]
         filters: dict[str, str] = {}
+        batches = _batch_columns(sel)
         for b, o in edges:  # joined to the batch
             other = here[o.table] if o.table in here else deltas.get(o.table)
             if other is not None and other.kind == R.DELTA:
                 part = self._any(b.name, int(other.name), o.name)
-                if part is not None:
-                    filters[b.table] = f"{filters[b.table]} AND {part}" if b.table in filters else part
+            elif o.name in batches.get(o.table, {}):  # a derived table over the batch
+                parts = [self._any(b.name, cid, column) for cid, column in batches[o.table][o.name]]
+                part = None if None in parts else "(" + " OR ".join(dict.fromkeys(parts)) + ")"
+            else:
+                continue
+            if part is not None:
+                filters[b.table] = f"{filters[b.table]} AND {part}" if b.table in filters else part
         for _ in range(len(here)):  # joined to a restricted table, one link of the chain per round
             grown = False
             for b, o in edges:
@@ -110,13 +151,14 @@ class Pushdown:
         return filters
 
     def filters(self, queries: list[exp.Expression]) -> dict[R.Relation, str]:
-        """Per base relation the queries read: the WHERE its read may take (absent: read it whole)."""
+        """Per base relation, map or cache the queries read: the WHERE its read may take (absent: read
+        it whole)."""
         per: dict[R.Relation, list[str | None]] = {}
         for query in queries:
             for sel in query.find_all(exp.Select):
                 found = self._select_filters(sel)
                 for a, rel in _scope(sel).items():
-                    if rel.kind == R.BASE:
+                    if rel.kind in RESTRICTED:
                         per.setdefault(rel, []).append(found.get(a))
         return {rel: " OR ".join(f"({f})" for f in dict.fromkeys(fs))
                 for rel, fs in per.items() if all(fs)}
