@@ -8,6 +8,7 @@ settings (local[*]: both cores of the CI machine), so the process starts one Spa
 from __future__ import annotations
 
 import os
+import datetime
 import random
 from decimal import Decimal
 
@@ -348,6 +349,34 @@ def test_integer_division_computes_on_spark_as_in_postgres(engine, shop):
 
     sql = "SELECT k, a / c AS q1, b / c AS q2, (a / 2) / c AS q3, -a / 3 AS q4, c / c AS q5 FROM nums WHERE a / 2 <> 1"
     _rounds_on_spark(engine, shop, rng, "nums", row, "quotients", sql, ["k", "q1", "q2", "q3", "q4", "q5"])
+
+
+def test_substring_and_date_fields_compute_on_spark_as_in_postgres(engine, shop):
+    """substring(s FROM a FOR n) counts from position a as PostgreSQL does (a of 0 or below counts
+    positions before the text; Spark's own SUBSTRING counts those from the end), in characters
+    (multibyte ones too); EXTRACT of a date's year, month, day, quarter, week, dow, isodow, doy and
+    isoyear: both on Spark, equal to PostgreSQL on random values. A negative length fails the
+    maintenance in one line, as PostgreSQL fails the query."""
+    shop.execute("CREATE TABLE words (k int PRIMARY KEY, s text, a int, n int, d date)")
+    rng = random.Random(7)
+    texts = ["", "a", "hello", "héllo wörld", "日本語テキスト", None, "x\ny"]
+
+    def row(k):
+        return (k, rng.choice(texts), rng.choice([None, -3, -1, 0, 1, 2, 5, 40]), rng.choice([None, 0, 1, 2, 3, 10]),
+                rng.choice([None, datetime.date(2026, 1, 1), datetime.date(2024, 2, 29), datetime.date(2020, 12, 31),
+                            datetime.date(1, 1, 1), datetime.date(2027, 1, 3), datetime.date(1999, 12, 26)]))
+
+    sql = ("SELECT k, substring(s FROM a FOR n) AS part, substring(s FROM a) AS tail, substr(s, 2, 3) AS mid, "
+           "substring(s, 0, 2) AS head FROM words WHERE substring(s, a, 1) <> 'z' OR a IS NULL")
+    _rounds_on_spark(engine, shop, rng, "words", row, "parts_of", sql, ["k", "part", "tail", "mid", "head"])
+    fields = ["year", "month", "day", "quarter", "week", "dow", "isodow", "doy", "isoyear"]
+    dated = ("SELECT k, " + ", ".join(f"extract({f} FROM d) AS {f}" for f in fields)
+             + " FROM words WHERE extract(dow FROM d) <> 3 OR d IS NULL")
+    _rounds_on_spark(engine, shop, rng, "words", row, "fields_of", dated, ["k", *fields])
+    shop.execute("INSERT INTO words VALUES (99, 'abc', 1, -1, NULL)")
+    with pytest.raises(IdivmError, match="negative substring length not allowed: -1") as failure:
+        engine.maintain("parts_of", engine="spark")
+    assert "\n" not in str(failure.value)
 
 
 def _rounds_on_spark(engine, db, rng, table: str, row, view: str, sql: str, cols: list[str]) -> None:

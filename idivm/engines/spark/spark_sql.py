@@ -101,6 +101,13 @@ _FITS = f"^-?[0-9]{{1,{COMPARED_DECIMAL[0] - COMPARED_DECIMAL[1]}}}([.][0-9]{{1,
 _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
+def _raise(message: str, value: exp.Expression | None = None) -> exp.Expression:
+    """Spark's raise_error with an "idivm: " message (executor._refusal makes it one line)."""
+    parts = [exp.Literal.string("idivm: " + message)] + ([exp.cast(value.copy(), "text")] if value is not None else [])
+    text = exp.Concat(expressions=parts, safe=False) if len(parts) > 1 else parts[0]
+    return exp.Anonymous(this="raise_error", expressions=[text])
+
+
 def _checked_decimal(column: exp.Column) -> exp.Expression:
     """A carried numeric's text as Spark's decimal(38,18), exactly: a value with more digits (or
     NaN, Infinity) fails the Spark job with one line naming the column and the value, rather than
@@ -109,14 +116,12 @@ def _checked_decimal(column: exp.Column) -> exp.Expression:
     for image in (R.pre, R.post):
         if name.startswith(image("")):
             name = name[len(image("")):]
-    message = exp.Concat(expressions=[
-        exp.Literal.string(f"idivm: the Spark engine compares numeric values as decimal{COMPARED_DECIMAL}, and "
-                           f"column {name} holds "), column.copy()], safe=False)
     fits = exp.Or(this=exp.Is(this=column.copy(), expression=exp.Null()),
                   expression=exp.RegexpLike(this=column.copy(), expression=exp.Literal.string(_FITS)))
     decimal = exp.DataType.build(f"DECIMAL({COMPARED_DECIMAL[0]}, {COMPARED_DECIMAL[1]})")
-    return exp.Case(ifs=[exp.If(this=fits, true=exp.Cast(this=column.copy(), to=decimal))],
-                    default=exp.Anonymous(this="raise_error", expressions=[message]))
+    refused = _raise(f"the Spark engine compares numeric values as decimal{COMPARED_DECIMAL}, and column {name} "
+                     "holds ", column)
+    return exp.Case(ifs=[exp.If(this=fits, true=exp.Cast(this=column.copy(), to=decimal))], default=refused)
 
 
 def _passed_on(column: exp.Column) -> exp.Select | None:
@@ -275,6 +280,84 @@ def _replace_children_first(tree: exp.Expression, replace) -> None:
                     node.set(key, new)
 
 
+def _is_text(e: exp.Expression, types: dict[int, str]) -> bool:
+    """Whether `e` is a text PostgreSQL and Spark both hold as the same characters: a string
+    literal, a text or varchar column (not character(n), whose padding functions strip)."""
+    if isinstance(e, exp.Paren):
+        return _is_text(e.this, types)
+    return (isinstance(e, exp.Literal) and e.is_string) or (isinstance(e, exp.Column) and bool(TEXTS.match(types.get(id(e), ""))))
+
+
+def _at_least(e: exp.Expression, low: int) -> exp.Expression:
+    """greatest(e, low), but NULL where e is NULL (GREATEST skips NULLs, in both engines)."""
+    return exp.Case(ifs=[exp.If(this=exp.GTE(this=e.copy(), expression=exp.Literal.number(low)), true=e.copy()),
+                         exp.If(this=exp.LT(this=e.copy(), expression=exp.Literal.number(low)),
+                                true=exp.Literal.number(low))])
+
+
+def _substrings(tree: exp.Expression, types: dict[int, str]) -> set[int]:
+    """substring(s FROM a [FOR n]) of a text as PostgreSQL counts it, in place: characters from
+    position a (1 the first; a below 1 counts positions before the text, so `substring('abc', 0, 2)`
+    is 'a'), n of them from a, an error for a negative n. Spark's SUBSTRING(s, p, l) takes p >= 1
+    and l >= 0 alike (a p below 1 it counts from the end), so p = greatest(a, 1) and l = the
+    characters left of a + n after p (NULL where a or n is). Both count characters (code points), not bytes. Returns the
+    ids of the nodes written (taken by _check)."""
+    written: set[int] = set()
+
+    def rewritten(node):
+        if not (isinstance(node, exp.Substring) and _is_text(node.this, types)
+                and _integer_type(node.args["start"], types) is not None
+                and (node.args.get("length") is None or _integer_type(node.args["length"], types) is not None)):
+            return node
+        start = node.args["start"]
+        first = _at_least(start, 1)
+        args = {"this": node.this, "start": first}
+        if node.args.get("length") is not None:
+            n = node.args["length"]
+            left = _at_least(exp.Sub(this=exp.Add(this=exp.paren(start.copy()), expression=exp.paren(n.copy())),
+                                     expression=first.copy()), 0)
+            refused = _raise("negative substring length not allowed: ", n)
+            written.update(id(x) for x in refused.walk())
+            args["length"] = exp.Case(ifs=[exp.If(this=exp.LT(this=n.copy(), expression=exp.Literal.number(0)),
+                                                  true=refused)], default=left)
+        out = exp.Substring(**args)
+        written.add(id(out))
+        return out
+
+    _replace_children_first(tree, rewritten)
+    return written
+
+
+# EXTRACT fields of a date that Spark gives as PostgreSQL does (an integer for PostgreSQL's integral
+# numeric); `dow` counts from Sunday = 0 in PostgreSQL and from Sunday = 1 in Spark
+DATE_FIELDS = {"YEAR": "YEAR", "MONTH": "MONTH", "DAY": "DAY", "QUARTER": "QUARTER", "WEEK": "WEEK",
+               "ISODOW": "DAYOFWEEK_ISO", "DOY": "DOY", "ISOYEAR": "YEAROFWEEK", "DOW": "DAYOFWEEK"}
+
+
+def _date_fields(tree: exp.Expression, types: dict[int, str]) -> set[int]:
+    """EXTRACT(field FROM d) of a date column, for the fields in DATE_FIELDS, in place. Dates before
+    year 1 (PostgreSQL has no year 0, Spark's proleptic calendar has) fail the Spark job, naming
+    the value. Returns the ids of the nodes written."""
+    written: set[int] = set()
+
+    def rewritten(node):
+        unit = node.this.name.upper() if isinstance(node, exp.Extract) and isinstance(node.this, exp.Var) else None
+        if unit not in DATE_FIELDS or not (isinstance(node.expression, exp.Column)
+                                           and types.get(id(node.expression)) == "date"):
+            return node
+        d = node.expression
+        field = exp.Extract(this=exp.var(DATE_FIELDS[unit]), expression=d.copy())
+        value = exp.Sub(this=field, expression=exp.Literal.number(1)) if unit == "DOW" else field
+        early = exp.LT(this=d.copy(), expression=exp.cast(exp.Literal.string("0001-01-01"), "date"))
+        refused = _raise("the Spark engine's calendar has a year 0, and a date before year 1 is ", d)
+        written.update(id(x) for x in refused.walk())
+        written.update((id(field), id(field.this)))
+        return exp.Case(ifs=[exp.If(this=early, true=refused)], default=value)
+
+    _replace_children_first(tree, rewritten)
+    return written
+
+
 def _untyped_nulls(tree: exp.Expression) -> exp.Expression:
     """CAST(NULL AS t) as NULL: the planner types the NULLs it writes (an outer join's missing side,
     COALESCE(SUM(x), 0)'s branches), and Spark's decimal without precision is decimal(10,0), which
@@ -362,7 +445,7 @@ def spark_sql(tree: exp.Expression, column_type: ColumnType | None = None) -> st
     types, as_text = _column_types(bound, relations, column_type)
     carried_taken = _carried_values(bound, types, as_text, relations, column_type)
     alike = _printed_alike(bound, types)
-    taken = (carried_taken | alike | _text_concatenations(bound, types, alike)
-             | _integer_divisions(bound, types))
+    taken = (carried_taken | alike | _text_concatenations(bound, types, alike) | _substrings(bound, types)
+             | _date_fields(bound, types) | _integer_divisions(bound, types))
     _check(bound, taken)
     return _rename_aliases(bound).sql("spark")
