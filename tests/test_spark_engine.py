@@ -276,8 +276,9 @@ def test_values_of_other_types_travel_as_their_text(engine, shop):
     """Columns of types Spark has no exact counterpart for (unconstrained numeric, uuid, timestamps,
     intervals, jsonb, bytea, arrays) are read as PostgreSQL's text of each value and written back as
     that very value: passed on, tested for NULL, numerics compared (as decimal(38,18), 1.0 = 1.00,
-    each value keeping its own scale in the view) and uuids compared, on Spark, exactly; a
-    computation on such a value is refused by name. Random rounds, every step on Spark."""
+    each value keeping its own scale in the view), uuids and timestamps (without time zone)
+    compared, on Spark, exactly; a computation on such a value is refused by name. Random rounds,
+    every step on Spark."""
     shop.execute("CREATE TABLE loose (k int PRIMARY KEY, x numeric, u uuid, t timestamp, tz timestamptz, "
                  "iv interval, j jsonb, b bytea, a int[])")
     rng = random.Random(3)
@@ -302,7 +303,11 @@ def test_values_of_other_types_travel_as_their_text(engine, shop):
     _rounds_on_spark(engine, shop, rng, "loose", row, "compared", compared, ["k", "x", "u"])
     equal = "SELECT a.k, b.k AS k2, a.x, b.x AS x2 FROM loose AS a JOIN loose AS b ON a.x = b.x AND a.u = b.u"
     _rounds_on_spark(engine, shop, rng, "loose", row, "equal", equal, ["k", "k2", "x", "x2"])
-    for view, construct in (("doubled", "SELECT k, x * 2 AS y FROM loose"), ("later", "SELECT k FROM loose WHERE t > TIMESTAMP '2000-01-01'")):
+    timed = ("SELECT a.k, b.k AS k2, a.t FROM loose AS a JOIN loose AS b ON a.t = b.t "
+             "WHERE a.t > TIMESTAMP '2000-01-01' AND b.t <= '2026-01-02 03:04:05.123456'")
+    _rounds_on_spark(engine, shop, rng, "loose", row, "timed", timed, ["k", "k2", "t"])
+    for view, construct in (("doubled", "SELECT k, x * 2 AS y FROM loose"),
+                            ("zoned", "SELECT k FROM loose WHERE tz > TIMESTAMPTZ '2000-01-01 00:00+00'")):
         engine.register_view(view, construct)
         shop.execute("UPDATE loose SET k = k + 100 WHERE k = (SELECT min(k) FROM loose)")
         with pytest.raises(IdivmError, match="as its text, and cannot compute") as failure:

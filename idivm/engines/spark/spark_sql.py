@@ -108,20 +108,45 @@ def _raise(message: str, value: exp.Expression | None = None) -> exp.Expression:
     return exp.Anonymous(this="raise_error", expressions=[text])
 
 
-def _checked_decimal(column: exp.Column) -> exp.Expression:
-    """A carried numeric's text as Spark's decimal(38,18), exactly: a value with more digits (or
-    NaN, Infinity) fails the Spark job with one line naming the column and the value, rather than
-    being rounded into a comparison that could then go the other way."""
+def _checked(column: exp.Column, pattern: str, to: exp.DataType, what: str) -> exp.Expression:
+    """A carried value's text as the Spark type `to` that holds it exactly, where the text matches
+    `pattern`; any other value (more digits than the type holds, NaN, infinity, a date before year
+    1 or in another DateStyle) fails the Spark job with one line naming the column and the value,
+    rather than being rounded or parsed into a comparison that could then go the other way."""
     name = column.name
     for image in (R.pre, R.post):
         if name.startswith(image("")):
             name = name[len(image("")):]
     fits = exp.Or(this=exp.Is(this=column.copy(), expression=exp.Null()),
-                  expression=exp.RegexpLike(this=column.copy(), expression=exp.Literal.string(_FITS)))
+                  expression=exp.RegexpLike(this=column.copy(), expression=exp.Literal.string(pattern)))
+    refused = _raise(f"the Spark engine compares {what}, and column {name} holds ", column)
+    return exp.Case(ifs=[exp.If(this=fits, true=exp.Cast(this=column.copy(), to=to))], default=refused)
+
+
+def _checked_decimal(column: exp.Column) -> exp.Expression:
+    """A carried unconstrained numeric, compared as decimal(38,18)."""
     decimal = exp.DataType.build(f"DECIMAL({COMPARED_DECIMAL[0]}, {COMPARED_DECIMAL[1]})")
-    refused = _raise(f"the Spark engine compares numeric values as decimal{COMPARED_DECIMAL}, and column {name} "
-                     "holds ", column)
-    return exp.Case(ifs=[exp.If(this=fits, true=exp.Cast(this=column.copy(), to=decimal))], default=refused)
+    return _checked(column, _FITS, decimal, f"numeric values as decimal{COMPARED_DECIMAL}")
+
+
+# a timestamp's text in PostgreSQL's ISO DateStyle (the JDBC driver's; the default of sessions), years 1-9999
+_ISO_TIMESTAMP = r"^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}([.][0-9]{1,6})?$"
+_ISO_LITERAL = re.compile(r"^\d{4}-\d{2}-\d{2}( \d{2}:\d{2}(:\d{2}([.]\d{1,6})?)?)?$")
+TIMESTAMP_NTZ = exp.DataType.build("TIMESTAMP_NTZ", dialect="spark")
+
+
+def _checked_timestamp(column: exp.Column) -> exp.Expression:
+    """A carried timestamp (without time zone) as Spark's TIMESTAMP_NTZ: both hold microseconds
+    of a wall clock, no zone involved."""
+    return _checked(column, _ISO_TIMESTAMP, TIMESTAMP_NTZ, "timestamps written as ISO dates of years 1-9999")
+
+
+def _timestamp_literal(e: exp.Expression) -> exp.Literal | None:
+    """The ISO text of a timestamp literal a timestamp is compared with ('2024-01-01',
+    TIMESTAMP '2024-01-01 10:00'), or None."""
+    if isinstance(e, exp.Cast) and e.to.this == exp.DataType.Type.TIMESTAMP:
+        e = e.this
+    return e if isinstance(e, exp.Literal) and e.is_string and _ISO_LITERAL.match(e.this) else None
 
 
 def _passed_on(column: exp.Column) -> exp.Select | None:
@@ -145,7 +170,8 @@ def _carried_values(tree: exp.Expression, types: dict[int, str], as_text: set[in
     output (back into PostgreSQL as that very value), test it for NULL, count it, cast it to text;
     compare it, where the type's order is its text's (uuid, as `=`, `<`, IN a list, or in groups
     and DISTINCT) or where an exact Spark type holds it (an unconstrained numeric, compared as
-    _checked_decimal, written in place here). Anything else is refused by name. Returns the ids
+    _checked_decimal; a timestamp without time zone, with another or with an ISO literal, as
+    _checked_timestamp; written in place here). Anything else is refused by name. Returns the ids
     of the nodes it wrote or took."""
     taken: set[int] = set()
     for column in list(tree.find_all(exp.Column)):
@@ -183,10 +209,24 @@ def _carried_values(tree: exp.Expression, types: dict[int, str], as_text: set[in
                 taken |= {id(n) for n in checked.walk()}
                 column.replace(checked)
                 continue
+            if sql_type == "timestamp without time zone" and all(
+                    id(o) in as_text and types[id(o)] == sql_type or _timestamp_literal(o) is not None
+                    or id(o) in taken or isinstance(o, exp.Null) for o in others):  # taken: one checked already
+                for o in others:  # the literals as TIMESTAMP_NTZ too (Spark's TIMESTAMP has a zone)
+                    literal = _timestamp_literal(o)
+                    if literal is not None and not (isinstance(o, exp.Cast) and o.to.this == TIMESTAMP_NTZ.this):
+                        typed = exp.Cast(this=literal.copy(), to=TIMESTAMP_NTZ.copy())
+                        taken.add(id(typed))
+                        o.replace(typed)
+                checked = _checked_timestamp(column)
+                taken |= {id(n) for n in checked.walk()}
+                column.replace(checked)
+                continue
         raise UnsupportedQuery(
             f"the Spark engine reads {column.name} ({sql_type}) as its text, and cannot compute "
             f"{(up or column).sql('postgres')[:80]} on it exactly as PostgreSQL does (it passes such values on, "
-            "tests them for NULL and compares unconstrained numerics and uuids); maintain this view with --engine postgres")
+            "tests them for NULL and compares unconstrained numerics, uuids and timestamps); maintain this view with "
+            "--engine postgres")
     return taken
 
 
