@@ -47,7 +47,19 @@ def test_low_privilege_writer(engine, db, fresh_db, app_role):
         app.execute("CREATE FUNCTION evil.to_jsonb(anyelement) RETURNS jsonb LANGUAGE sql AS $$ SELECT '{}'::jsonb $$")
         app.execute("CREATE FUNCTION evil.pg_current_xact_id() RETURNS xid8 LANGUAGE sql AS $$ SELECT '1'::xid8 $$")
         app.execute("CREATE TABLE evil.log_1 (xid xid8, seq bigint, old_row jsonb, new_row jsonb, logged_at timestamptz)")
-        app.execute("SET search_path = evil, public")
+        # and of the operators and functions it uses, each failing the write if it were called; the
+        # path lists them before pg_catalog itself, so only names qualified by pg_catalog escape them
+        app.execute("CREATE FUNCTION evil.hijacked(text, text) RETURNS boolean LANGUAGE plpgsql "
+                    "AS $$ BEGIN RAISE EXCEPTION 'hijacked'; END $$")
+        app.execute("CREATE FUNCTION evil.hijacked8(bigint, bigint) RETURNS bigint LANGUAGE plpgsql "
+                    "AS $$ BEGIN RAISE EXCEPTION 'hijacked'; END $$")
+        for op in ("=", "<>"):
+            app.execute(f"CREATE OPERATOR evil.{op} (LEFTARG = text, RIGHTARG = text, FUNCTION = evil.hijacked)")
+        for op in ("/", "-"):
+            app.execute(f"CREATE OPERATOR evil.{op} (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = evil.hijacked8)")
+        app.execute("CREATE FUNCTION evil.unnest(anyarray) RETURNS SETOF anyelement LANGUAGE plpgsql "
+                    "AS $$ BEGIN RAISE EXCEPTION 'hijacked'; END $$")
+        app.execute("SET search_path = evil, pg_catalog, public")
         app.execute("INSERT INTO parts VALUES (100, 'c1', 7), (101, 'new', 5)")
         app.execute("UPDATE parts SET price = price * 2 WHERE pid <= 10")
         app.execute("DELETE FROM parts WHERE pid BETWEEN 20 AND 25")

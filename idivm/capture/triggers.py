@@ -33,8 +33,8 @@ function sends ``NOTIFY idivm_changes`` with the captured table's id, so a
 sleeping scheduler maintains early. The threshold is baked into the function
 (no catalog read on the write path); install_function() rewrites it when
 policies change. Crossing a multiple is judged from the log's identity
-sequence, so it costs one currval() per statement and a NOTIFY only rarely. The function is SECURITY DEFINER with a
-fixed search_path: application roles need no rights on idivm's schema, and
+sequence, so it costs one currval() per statement and a NOTIFY only rarely. The function is SECURITY DEFINER
+and names everything it calls in pg_catalog: application roles need no rights on idivm's schema, and
 objects on their search_path cannot redirect it.
 """
 from __future__ import annotations
@@ -62,33 +62,46 @@ def log_table(captured_id: int) -> str:
 NOTIFY_CHANNEL = "idivm_changes"
 
 
+def _op(symbol: str) -> str:
+    """An operator named in pg_catalog (see _function_body). All such operators bind alike, left to
+    right: parenthesize."""
+    return f"OPERATOR(pg_catalog.{symbol})"
+
+
 def _function_body(info: TableInfo, captured_id: int, log: str, sequence: str, threshold: int) -> str:
+    """The capture function's PL/pgSQL. It runs as its owner (SECURITY DEFINER) with the writer's
+    search_path, so every function, operator and type it names is qualified by pg_catalog: an
+    object of the writer's schemas, even one listed before pg_catalog, cannot stand in for it.
+    (Pinning search_path with a SET clause on the function instead made every capturing statement
+    save and restore the setting: 4-5% of single-row UPDATE throughput, docs/benchmarks.md.)
+    An UPDATE pairs old and new images by position: ROWS FROM of the two arrays, NULL-padded."""
     o, n = ident("o"), ident("n")
+    eq, ne = _op("="), _op("<>")
+    text = "pg_catalog.text"
     return f"""
 DECLARE
   logged bigint;
   last bigint;
 BEGIN
-  IF TG_OP = 'INSERT' THEN
-    INSERT INTO {log} (old_row, new_row) SELECT NULL, to_jsonb({n}.*) FROM idivm_new AS {n};
-  ELSIF TG_OP = 'DELETE' THEN
-    INSERT INTO {log} (old_row, new_row) SELECT to_jsonb({o}.*), NULL FROM idivm_old AS {o};
-  ELSIF TG_OP = 'UPDATE' THEN
+  IF TG_OP {eq} 'INSERT' THEN
+    INSERT INTO {log} (old_row, new_row) SELECT NULL, pg_catalog.to_jsonb({n}.*) FROM idivm_new AS {n};
+  ELSIF TG_OP {eq} 'DELETE' THEN
+    INSERT INTO {log} (old_row, new_row) SELECT pg_catalog.to_jsonb({o}.*), NULL FROM idivm_old AS {o};
+  ELSIF TG_OP {eq} 'UPDATE' THEN
     INSERT INTO {log} (old_row, new_row)
-    SELECT p.old_row, p.new_row FROM (
-      SELECT x.r AS old_row, y.r AS new_row
-      FROM (SELECT to_jsonb({o}.*) AS r, row_number() OVER () AS i FROM idivm_old AS {o}) AS x
-      FULL JOIN (SELECT to_jsonb({n}.*) AS r, row_number() OVER () AS i FROM idivm_new AS {n}) AS y ON x.i = y.i) AS p
-    WHERE CAST(p.old_row AS text) IS DISTINCT FROM CAST(p.new_row AS text);
-  ELSIF TG_OP = 'TRUNCATE' THEN  -- this table's own rows: each truncated partition logs its own
-    EXECUTE format('INSERT INTO {log} (old_row, new_row) SELECT to_jsonb(o.*), NULL FROM ONLY %s AS o',
-                   TG_RELID::regclass);
+    SELECT p.old_row, p.new_row
+    FROM ROWS FROM (pg_catalog.unnest(ARRAY(SELECT pg_catalog.to_jsonb({o}.*) FROM idivm_old AS {o})),
+                    pg_catalog.unnest(ARRAY(SELECT pg_catalog.to_jsonb({n}.*) FROM idivm_new AS {n}))) AS p(old_row, new_row)
+    WHERE (p.old_row IS NULL) {ne} (p.new_row IS NULL) OR CAST(p.old_row AS {text}) {ne} CAST(p.new_row AS {text});
+  ELSIF TG_OP {eq} 'TRUNCATE' THEN  -- this table's own rows: each truncated partition logs its own
+    EXECUTE pg_catalog.format('INSERT INTO {log} (old_row, new_row) SELECT pg_catalog.to_jsonb(o.*), NULL FROM ONLY %s AS o',
+                              CAST(TG_RELID AS pg_catalog.regclass));
   END IF;
   GET DIAGNOSTICS logged = ROW_COUNT;
-  IF logged > 0 THEN
-    last := currval({string_literal(sequence)}::regclass);
-    IF last / {int(threshold)} <> (last - logged) / {int(threshold)} THEN
-      PERFORM pg_notify({string_literal(NOTIFY_CHANNEL)}, {string_literal(str(int(captured_id)))});
+  IF logged {_op(">")} 0 THEN
+    last := pg_catalog.currval(CAST({string_literal(sequence)} AS pg_catalog.regclass));
+    IF (last {_op("/")} {int(threshold)}) {ne} ((last {_op("-")} logged) {_op("/")} {int(threshold)}) THEN
+      PERFORM pg_catalog.pg_notify({string_literal(NOTIFY_CHANNEL)}, {string_literal(str(int(captured_id)))});
     END IF;
   END IF;
   RETURN NULL;
@@ -174,7 +187,7 @@ def install_function(conn: Connection, captured_id: int, info: TableInfo, thresh
         return  # only make every session compile it again on its next write
     run(conn,
         f"CREATE OR REPLACE FUNCTION {row.capture_function}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER "
-        f"SET search_path = pg_catalog, pg_temp AS {string_literal(body)}"
+        f"AS {string_literal(body)}"
     )
 
 
