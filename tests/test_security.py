@@ -57,8 +57,9 @@ def test_low_privilege_writer(engine, db, fresh_db, app_role):
             app.execute(f"CREATE OPERATOR evil.{op} (LEFTARG = text, RIGHTARG = text, FUNCTION = evil.hijacked)")
         for op in ("/", "-"):
             app.execute(f"CREATE OPERATOR evil.{op} (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = evil.hijacked8)")
-        app.execute("CREATE FUNCTION evil.unnest(anyarray) RETURNS SETOF anyelement LANGUAGE plpgsql "
+        app.execute("CREATE FUNCTION evil.hijacked_eq8(bigint, bigint) RETURNS boolean LANGUAGE plpgsql "
                     "AS $$ BEGIN RAISE EXCEPTION 'hijacked'; END $$")
+        app.execute("CREATE OPERATOR evil.= (LEFTARG = bigint, RIGHTARG = bigint, FUNCTION = evil.hijacked_eq8)")
         app.execute("SET search_path = evil, pg_catalog, public")
         app.execute("INSERT INTO parts VALUES (100, 'c1', 7), (101, 'new', 5)")
         app.execute("UPDATE parts SET price = price * 2 WHERE pid <= 10")

@@ -74,7 +74,9 @@ def _function_body(info: TableInfo, captured_id: int, log: str, sequence: str, t
     object of the writer's schemas, even one listed before pg_catalog, cannot stand in for it.
     (Pinning search_path with a SET clause on the function instead made every capturing statement
     save and restore the setting: 4-5% of single-row UPDATE throughput, docs/benchmarks.md.)
-    An UPDATE pairs old and new images by position: ROWS FROM of the two arrays, NULL-padded."""
+    An UPDATE pairs old and new images by position (a FULL JOIN of the two numbered scans, which
+    a bulk UPDATE of any size can spill; two arrays paired by ROWS FROM were a little faster, but
+    an array holds at most 1 GB)."""
     o, n = ident("o"), ident("n")
     eq, ne = _op("="), _op("<>")
     text = "pg_catalog.text"
@@ -89,10 +91,11 @@ BEGIN
     INSERT INTO {log} (old_row, new_row) SELECT pg_catalog.to_jsonb({o}.*), NULL FROM idivm_old AS {o};
   ELSIF TG_OP {eq} 'UPDATE' THEN
     INSERT INTO {log} (old_row, new_row)
-    SELECT p.old_row, p.new_row
-    FROM ROWS FROM (pg_catalog.unnest(ARRAY(SELECT pg_catalog.to_jsonb({o}.*) FROM idivm_old AS {o})),
-                    pg_catalog.unnest(ARRAY(SELECT pg_catalog.to_jsonb({n}.*) FROM idivm_new AS {n}))) AS p(old_row, new_row)
-    WHERE (p.old_row IS NULL) {ne} (p.new_row IS NULL) OR CAST(p.old_row AS {text}) {ne} CAST(p.new_row AS {text});
+    SELECT x.r, y.r
+    FROM (SELECT pg_catalog.to_jsonb({o}.*) AS r, pg_catalog.row_number() OVER () AS i FROM idivm_old AS {o}) AS x
+    FULL JOIN (SELECT pg_catalog.to_jsonb({n}.*) AS r, pg_catalog.row_number() OVER () AS i FROM idivm_new AS {n}) AS y
+      ON x.i {eq} y.i
+    WHERE (x.r IS NULL) {ne} (y.r IS NULL) OR CAST(x.r AS {text}) {ne} CAST(y.r AS {text});
   ELSIF TG_OP {eq} 'TRUNCATE' THEN  -- this table's own rows: each truncated partition logs its own
     EXECUTE pg_catalog.format('INSERT INTO {log} (old_row, new_row) SELECT pg_catalog.to_jsonb(o.*), NULL FROM ONLY %s AS o',
                               CAST(TG_RELID AS pg_catalog.regclass));
