@@ -10,12 +10,15 @@ from __future__ import annotations
 import os
 import datetime
 import random
+import re
 from decimal import Decimal
+from pathlib import Path
 
 import psycopg
 import pytest
 
 import idivm
+from idivm import demo
 from idivm.engines.spark.settings import SparkSettings
 from idivm.errors import IdivmError
 
@@ -382,6 +385,32 @@ def test_substring_and_date_fields_compute_on_spark_as_in_postgres(engine, shop)
     with pytest.raises(IdivmError, match="negative substring length not allowed: -1") as failure:
         engine.maintain("parts_of", engine="spark")
     assert "\n" not in str(failure.value)
+
+
+def test_the_readme_and_demo_views_maintain_on_spark(engine, db):
+    """The README's example tables (prices as unconstrained numeric) and its view, filled on Spark
+    and maintained on Spark after the demo's writes and price changes of every scale, equal their
+    query after each round, each price as PostgreSQL shows it (10, 11.50, 30.0)."""
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    usage = re.search(r"<!-- usage-commands -->\n```sh\n(.*?)\n```", readme, re.S).group(1)
+    db.execute(re.search(r"<<'SQL'[^\n]*\n(.*?)\nSQL\n", usage, re.S).group(1))
+    sql = " ".join(re.search(r'register-view phone_parts --sql "(.*?)"', usage, re.S).group(1).split())
+    engine.register_view("phone_parts", sql, engine="spark")
+    db.execute("INSERT INTO devices VALUES ('D3', 'tablet'); INSERT INTO parts VALUES ('P3', 30); "
+               "INSERT INTO devices_parts VALUES ('D3', 'P3')")
+    demo_writes = [w.replace("idivm_demo.", "") for w, _ in demo.WRITES]
+    rng, offloaded = random.Random(2), 0
+    for round_ in range(4):
+        with db.transaction():
+            for write in demo_writes if round_ == 0 else []:
+                db.execute(write)
+            for pid in rng.sample(["P1", "P2", "P3", "P4"], 2):
+                db.execute("UPDATE parts SET price = %s WHERE pid = %s",
+                           (rng.choice([Decimal("11.50"), Decimal("11.5"), Decimal("30.0"), Decimal("7"),
+                                        Decimal("0.001")]), pid))
+        offloaded += engine.maintain("phone_parts", engine="spark").offloaded
+        assert_equal_multiset(db, "phone_parts", sql, ["did", "pid", "price"])
+    assert offloaded > 0
 
 
 def _rounds_on_spark(engine, db, rng, table: str, row, view: str, sql: str, cols: list[str]) -> None:
