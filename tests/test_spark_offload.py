@@ -62,3 +62,38 @@ def test_a_matching_delete_whose_own_conditions_read_a_scratch_relation_stays_in
                           condition=all_of([eq(col("b", "k"), col("v", "bk")), eq(col("d", "pre__k"), col("b", "k")),
                                             part_changed]))
     assert offload(step) is None
+
+
+def _over_r(where: str) -> exp.Select:
+    """SELECT r.k, r.x FROM r WHERE <where>, every table a base table (r, r2 and s as in TYPES)."""
+    def bound(node):
+        return R.base("public", node.name, node.alias or None) if isinstance(node, exp.Table) else node
+
+    return exp.select("r.k", "r.x").from_(R.base("public", "r", "r")).where(exp.condition(where).transform(bound))
+
+
+TYPES = {"r": {"k": "integer", "x": "numeric", "u": "uuid"}, "s": {"k": "integer", "y": "integer"}}
+
+
+def _column_type(rel, column):
+    return TYPES.get(rel.name, {}).get(column)
+
+
+def test_values_spark_holds_as_text_are_passed_on_or_compared_never_computed():
+    """An unconstrained numeric (read as its text) passes on as an output and through EXISTS, is
+    compared as a checked decimal(38,18), and is refused where its value would be computed on or
+    compared as a text: an IN subquery's or a scalar subquery's output, an aggregate."""
+    from idivm.engines.spark.spark_sql import spark_sql
+    from idivm.errors import UnsupportedQuery
+
+    compared = spark_sql(_over_r("r.x > 1.5 AND EXISTS (SELECT r2.x FROM r AS r2 WHERE r2.k = r.k)"), _column_type)
+    assert "CAST(idivm_a0.x AS DECIMAL(38, 18))" in compared and "RAISE_ERROR" in compared
+    assert spark_sql(_over_r("r.k IN (SELECT s.y FROM s)"), _column_type)  # integers: as they are
+    for where in ("r.k IN (SELECT r2.x FROM r AS r2)", "r.k > (SELECT max(r2.x) FROM r AS r2)", "r.x * 2 > 3",
+                  "r.u = 'A0EEBC99-9C0B-4EF8-BB6D-6BB9BD380A11'"):  # an uppercase uuid literal: not its text
+        try:
+            spark_sql(_over_r(where), _column_type)
+        except UnsupportedQuery as e:
+            assert "as its text" in str(e)
+        else:
+            raise AssertionError(f"{where} was not refused")

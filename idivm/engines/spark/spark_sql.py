@@ -150,10 +150,23 @@ def _timestamp_literal(e: exp.Expression) -> exp.Literal | None:
 
 
 def _passed_on(column: exp.Column) -> exp.Select | None:
-    """The SELECT `column` is an output of, as it is (aliased or not), if it is one."""
+    """The SELECT `column` is an output of, as it is (aliased or not), if it is one whose outputs
+    leave Spark or are read by name: the query itself, a derived table or CTE (whose readers are
+    checked where they use it), an EXISTS subquery (outputs unread). Not an IN or a scalar
+    subquery's: its value is compared where it stands."""
     node = column.parent if isinstance(column.parent, exp.Alias) else column
     select = node.parent
-    return select if isinstance(select, exp.Select) and any(e is node for e in select.expressions) else None
+    if not (isinstance(select, exp.Select) and any(e is node for e in select.expressions)):
+        return None
+    up: exp.Expression = select
+    while isinstance(up.parent, exp.SetOperation):  # a UNION branch: as the UNION stands
+        up = up.parent
+    if isinstance(up.parent, exp.Subquery):
+        up = up.parent
+    where = up.parent
+    if where is None or isinstance(where, (exp.From, exp.Join, exp.CTE, exp.Exists)):
+        return select
+    return None
 
 
 def _deduplicates(select: exp.Select) -> bool:
