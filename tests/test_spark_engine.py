@@ -545,15 +545,19 @@ def test_adaptive_execution_set_by_the_user_is_kept():
 def test_higher_order_increments_read_maps_on_spark(engine, shop, monkeypatch):
     """A higher-order view's increments that join the batch with a map no earlier step writes
     (M += Δparts ⋈ M', before M' += Δdevices_parts) are computed on Spark, the map handed over as
-    it was before the maintenance, restricted to the keys the batch joins; with a local limit below
+    it was before the maintenance, restricted to the keys the batch joins; so are those that read a
+    map earlier steps of the same batch added to (its prior state and those increments, summed by
+    key, on Spark); with a local limit below
     what the batch joins of the map those steps stay in PostgreSQL. Exact either way, over random write streams (sums of numeric(8,2) prices in maps
     of unconstrained numeric)."""
     from idivm.engines.spark import executor
 
     sql, cols = VIEWS["grouped"]
     engine.register_view("g", sql, strategy="higher-order")
-    assert "as before this maintenance" in engine.explain("g")
+    explained = engine.explain("g")
+    assert "as before this maintenance" in explained and "as this batch's earlier steps leave it" in explained
     handed, real_local = [], executor.read_local
+    staged_changed, real_compute = [], executor._compute
 
     def recording_local(spark, cursor, query, columns, name, limit):
         fits = real_local(spark, cursor, query, columns, name, limit)
@@ -561,7 +565,13 @@ def test_higher_order_increments_read_maps_on_spark(engine, shop, monkeypatch):
             handed.append((query, limit, fits))
         return fits
 
+    def recording_compute(conn, view_id, work, texts, index, inputs, settings):
+        staged, parts = real_compute(conn, view_id, work, texts, index, inputs, settings)
+        staged_changed.extend(o.changed for o in work if index[id(o)] in staged)
+        return staged, parts
+
     monkeypatch.setattr(executor, "read_local", recording_local)
+    monkeypatch.setattr(executor, "_compute", recording_compute)
     rng = random.Random(11)
     for limit in ("20000", "1", "20000", "20000", "1", "20000"):
         monkeypatch.setenv("IDIVM_SPARK_LOCAL_ROWS", limit)
@@ -569,6 +579,9 @@ def test_higher_order_increments_read_maps_on_spark(engine, shop, monkeypatch):
         engine.maintain("g", engine="spark")
         assert_equal_multiset(shop, "g", sql, cols)
     assert any(fits for _, limit, fits in handed if limit == 20000), handed  # maps read on Spark
+    # a map this batch's earlier steps added to (M3 += Δdevices_parts, then M1 += Δparts ⋈ M3), read
+    # on Spark as its prior state plus those increments
+    assert any(staged_changed), staged_changed
     # restricted to the keys the batch joins, a map larger than the limit still goes to Spark when
     # the batch touches no more keys; read whole, it stays in PostgreSQL
     assert any(fits and " WHERE " in query for query, limit, fits in handed if limit == 1), handed

@@ -26,7 +26,11 @@ A source may also read a relation the program maintains (a higher-order strategy
 if no earlier step of the program writes it (offloads): its state when the step runs is then its
 state before this maintenance, which the transaction can read before any step runs (DBToaster's
 trigger statements read other maps, VLDBJ'14 Section 5; e.g. M1 += Δr ⋈ M2 before M2 += Δs).
-Such a read is optional (Offload.reads): where the engine cannot take the relation exactly, the
+A map that earlier steps only added to (AddToMap), from sources the engine could compute where
+they stand, is read as it is when the step runs all the same: its state before this maintenance
+and those sources' rows, summed by key, the keys whose sum is 0 left out, as AddToMap leaves them
+(`_as_changed`; a batch changing r and s: M1 += Δs ⋈ M3 after M3 += Δr reads M3 and Δr).
+Such reads are optional (Offload.reads): where the engine cannot take the relation exactly, the
 step stays in PostgreSQL, which is exact too.
 
 The PostgreSQL engine compiles both forms of every such step into the view's maintenance function
@@ -45,7 +49,7 @@ from sqlglot import exp
 from . import relations as R
 from .relations import relations
 from .steps import AddToMap, DeleteMatching, InsertRows, Step, UpdateMatching
-from .trees import alias, all_of, col, conjuncts, num, select
+from .trees import alias, all_of, col, conjuncts, num, select, subquery, union_all
 
 STAGED_ALIAS = "idivm_staged"
 
@@ -65,6 +69,8 @@ class Offload:
     build: Callable[[], exp.Query]
     rewrite: Callable[[str], Step]  # the step reading the rows staged in the named scratch relation
     reads: frozenset = frozenset()  # relations the program maintains that the query reads (optional offload)
+    # of those, the maps read as earlier steps' increments left them: (map, its key columns)
+    changed: frozenset = frozenset()
 
     @cached_property
     def query(self) -> exp.Query:
@@ -81,13 +87,48 @@ def _computable(rels: list[R.Relation], written: set | None = None) -> bool:
     return R.DELTA in kinds and kinds <= {R.DELTA, R.BASE, R.VIEW}
 
 
-def _from_source(step: InsertRows | AddToMap, written: set) -> Offload | None:
+# a map's increments so far in a program: per map, the AddToMap steps that added to it whose sources
+# the engine could compute where they stand (None once a step the engine cannot take wrote it)
+Increments = dict
+
+
+def _from_source(step: InsertRows | AddToMap, written: set, increments: Increments | None = None) -> Offload | None:
     rels = relations(step.source)  # each tree walked once: registration analyses every step
-    if not _computable(rels, written):
+    changed = {rel for rel in rels if rel.kind == R.VIEW and rel in (written or ())}
+    if changed and (increments is None or any(increments.get(rel) is None for rel in changed)):
         return None
-    reads = frozenset(rel for rel in rels if rel.kind == R.VIEW)
-    return Offload(step, lambda: step.source, lambda name: replace(step, source=select([exp.Star()], [R.scratch(name)])),
-                   reads)
+    if not _computable(rels, None if written is None else written - changed):
+        return None
+    added = {rel: increments[rel] for rel in changed}
+    reads = frozenset({rel for rel in rels if rel.kind == R.VIEW}
+                      | {r for adds in added.values() for a in adds for r in relations(a.source) if r.kind == R.VIEW})
+    build = (lambda: _as_changed(step.source, added)) if added else (lambda: step.source)
+    return Offload(step, build, lambda name: replace(step, source=select([exp.Star()], [R.scratch(name)])),
+                   reads, frozenset((rel, tuple(adds[0].keys)) for rel, adds in added.items()))
+
+
+def _as_changed(source: exp.Query, added: dict) -> exp.Query:
+    """`source` reading each map of `added` as its earlier increments (AddToMap steps) leave it: the
+    map's rows as before this maintenance and each increment's source's rows, summed by key; keys
+    whose sum is 0 are left out (AddToMap removes them; a map without keys keeps its one row)."""
+    def changed(node: exp.Expression) -> exp.Expression:
+        rel = R.relation_of(node)
+        adds = added.get(rel) if rel is not None else None
+        if not adds:
+            return node
+        keys, value = list(adds[0].keys), adds[0].value
+        branches = [select([col("m", k) for k in keys] + [alias(col("m", value), "__v")],
+                           [R.view(rel.schema, rel.name, "m")])]
+        branches += [select([col("i", k) for k in keys] + [alias(col("i", a.value), "__v")], [subquery(a.source.copy(), "i")])
+                     for a in adds]
+        total = exp.Sum(this=col("u", "__v"))
+        out = select([col("u", k) for k in keys] + [alias(total, value)], [subquery(union_all(branches), "u")])
+        if keys:
+            out.set("group", exp.Group(expressions=[col("u", k) for k in keys]))
+            out.set("having", exp.Having(this=exp.NEQ(this=total.copy(), expression=num(0))))
+        return subquery(out, node.alias_or_name)
+
+    return source.copy().transform(changed, copy=False)
 
 
 def _names(e: exp.Expression, table: str) -> bool:
@@ -137,11 +178,12 @@ def _from_matching(step: DeleteMatching | UpdateMatching) -> Offload | None:
     return Offload(step, lambda: select(outputs, [item.copy() for item in step.using], [c.copy() for c in local]), rewrite)
 
 
-def offload(step: Step, written: set | None = None) -> Offload | None:
+def offload(step: Step, written: set | None = None, increments: Increments | None = None) -> Offload | None:
     """What another engine may compute of this step (None: it runs in PostgreSQL as it is); `written`: the
-    relations the steps before it write (None: it may read no maintained relation)."""
+    relations the steps before it write (None: it may read no maintained relation); `increments`: what
+    those steps added to maps (offloads())."""
     if isinstance(step, (InsertRows, AddToMap)):
-        return _from_source(step, written)
+        return _from_source(step, written, increments)
     if isinstance(step, (DeleteMatching, UpdateMatching)):
         return _from_matching(step)
     return None
@@ -150,12 +192,15 @@ def offload(step: Step, written: set | None = None) -> Offload | None:
 def offloads(steps: list[Step]) -> list[Offload]:
     """What another engine may compute of a program's steps (in execution order), each source free to read the
     maintained relations that no earlier step writes."""
-    out, written = [], set()
+    out, written, increments = [], set(), {}
     for st in steps:
-        o = offload(st, written)
+        o = offload(st, written, increments)
         if o is not None:
             out.append(o)
         target = getattr(st, "target", None)
         if target is not None and (rel := R.relation_of(target)) is not None:
+            computable = isinstance(st, AddToMap) and o is not None and not o.changed
+            adds = increments.get(rel, []) if rel not in written or rel in increments else None
+            increments[rel] = adds + [st] if computable and adds is not None else None
             written.add(rel)
     return out

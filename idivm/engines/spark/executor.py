@@ -46,7 +46,7 @@ from .local_inputs import read_local, select_columns
 from .needs import needed_columns, occurrences
 from .pushdown import Pushdown
 from .progress import new_group, tracking
-from .reads import columns_to_read, export, read, read_table, select_read, spark_read_type
+from .reads import carried, columns_to_read, export, read, read_table, select_read, spark_read_type
 from .session import run_session
 from .settings import SparkSettings
 from .spark_sql import spark_sql, view_name
@@ -74,10 +74,13 @@ def spark_plan(program, types: InputTypes = ()) -> str:
     steps = program.ordered()
     for o in offloads(program):
         i, st = steps.index(o.step) + 1, o.step
-        what = "its rows" if o.query is getattr(st, "source", None) else "the rows it matches"
+        what = "its rows" if hasattr(st, "source") else "the rows it matches"
         if o.reads:
-            what += (" (reading " + ", ".join(rel.label() for rel in sorted(o.reads, key=lambda r: r.label()))
-                     + " as before this maintenance, when Spark can take it exactly; else in PostgreSQL)")
+            changed = {rel for rel, _ in o.changed}
+            what += (" (reading " + ", ".join(rel.label() + (" as this batch's earlier steps leave it" if rel in changed
+                                                             else " as before this maintenance")
+                                              for rel in sorted(o.reads, key=lambda r: r.label()))
+                     + ", when Spark can take it exactly; else in PostgreSQL)")
         try:
             lines.append(f"-- [{i}] {st.purpose}: {what} computed on Spark\n{spark_sql(o.query, column_type)}")
         except UnsupportedQuery as e:
@@ -224,11 +227,17 @@ def _read_maintained(spark, cur, work: list[Offload], settings: SparkSettings, f
     decimals) are returned, and the steps reading them stay in PostgreSQL."""
     wanted = {rel for o in work for rel in o.reads}
     names = needed_columns([o.query for o in work if o.reads])
+    # a map summed with increments that Spark computes from the batch: its keys must be values Spark
+    # holds as they are on both sides (a key of a type read as text would meet the map's own value)
+    keyed = {(rel, k) for o in work for rel, keys in o.changed for k in keys}
     unreadable = set()
     for rel in sorted(wanted, key=lambda r: r.label()):
         table = qualified(rel.schema, rel.name)
         (rows,) = cur.execute(f"SELECT {columns_json('to_regclass(%s)')}", (table,)).fetchone()
         columns = [(c, t) for c, t, *_ in rows or [] if names.get(rel) is None or c in names[rel]]
+        if any((rel, c) in keyed and carried(t) for c, t, *_ in rows or []):
+            unreadable.add(rel)
+            continue
         where = f" WHERE {filters[rel]}" if rel in filters else ""
         if not read_local(spark, cur, select_columns([c for c, _ in columns], table + where), columns, view_name(rel),
                           settings.local_rows):
