@@ -210,8 +210,9 @@ class Engine:
 
     def _views_to_maintain(self, names: tuple[str, ...] | list[str]) -> tuple[list[tuple[int, str, str | None]], list[int]]:
         """The named views (all if none) as (id, display name, engine policy), and their ids in
-        maintenance order (a view after the views it reads; one view needs no order)."""
-        with self.sa.connect() as conn:
+        maintenance order (a view after the views it reads; one view needs no order). Read outside
+        a transaction: no BEGIN and ROLLBACK around a lookup that every maintenance makes."""
+        with self.sa.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             if names:
                 rows = [self._view(conn, n, catalog.NAMES_AND_ENGINE) for n in names]
             else:
