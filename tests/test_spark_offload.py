@@ -97,3 +97,13 @@ def test_values_spark_holds_as_text_are_passed_on_or_compared_never_computed():
             assert "as its text" in str(e)
         else:
             raise AssertionError(f"{where} was not refused")
+    # merged by DISTINCT or UNION, 1.0 and 1.00 are one row in PostgreSQL and two texts on Spark
+    branch = exp.select("r.x").from_(R.base("public", "r", "r"))
+    assert spark_sql(exp.union(branch.copy(), branch.copy(), distinct=False), _column_type)
+    for merged in (branch.copy().distinct(), exp.union(branch.copy(), branch.copy(), distinct=True)):
+        try:
+            spark_sql(merged, _column_type)
+        except UnsupportedQuery as e:
+            assert "as its text" in str(e)
+        else:
+            raise AssertionError(f"{merged.sql()} was not refused")

@@ -172,9 +172,50 @@ def _passed_on(column: exp.Column) -> exp.Select | None:
 def _deduplicates(select: exp.Select) -> bool:
     """Whether rows that PostgreSQL calls equal are merged by this SELECT (DISTINCT, or a branch of
     a UNION / EXCEPT / INTERSECT without ALL): a carried value's text would keep 1.0 and 1.00 apart."""
-    up = select.parent.this if isinstance(select.parent, exp.Subquery) else select
+    up = select.parent if isinstance(select.parent, exp.Subquery) else select
     return bool(select.args.get("distinct")) or (isinstance(up.parent, exp.SetOperation)
                                                  and bool(up.parent.args.get("distinct")))
+
+
+def _compared(column: exp.Column, sql_type: str, types: dict[int, str], as_text: set[int], taken: set[int]) -> bool:
+    """Whether the comparison `column` (held as text) stands in computes on Spark as in PostgreSQL,
+    rewritten in place where it needs to be (the nodes written added to `taken`): uuids with uuids
+    or canonical literals as they are; unconstrained numerics as _checked_decimal; timestamps
+    with timestamps or ISO literals as _checked_timestamp, the literals as TIMESTAMP_NTZ."""
+    parent = column.parent
+    up = parent.parent if isinstance(parent, exp.Tuple) else parent
+    others = [o for o in up.iter_expressions() if o is not parent and o is not column]
+    if isinstance(parent, exp.Tuple):  # (a, b) = (c, d): the other rows' items at the column's place
+        at = next(i for i, e in enumerate(parent.expressions) if e is column)
+        others = [o for o in others if not isinstance(o, exp.Tuple)] + [
+            t.expressions[at] for t in up.iter_expressions()
+            if isinstance(t, exp.Tuple) and t is not parent and len(t.expressions) == len(parent.expressions)]
+
+    def same_type(o: exp.Expression) -> bool:  # another column held as text of this type, or one checked already
+        return (id(o) in as_text and types[id(o)] == sql_type) or id(o) in taken or isinstance(o, exp.Null)
+
+    if sql_type == "uuid":
+        return all(same_type(o) or (isinstance(o, exp.Literal) and o.is_string and bool(_UUID.match(o.this)))
+                   for o in others)
+    if sql_type == "numeric":
+        if any(isinstance(o, exp.Literal) and o.is_string for o in others):
+            return False
+        checked = _checked_decimal(column)
+    elif sql_type == "timestamp without time zone":
+        if not all(same_type(o) or _timestamp_literal(o) is not None for o in others):
+            return False
+        for o in others:  # the literals as TIMESTAMP_NTZ too (Spark's TIMESTAMP has a zone)
+            literal = _timestamp_literal(o)
+            if literal is not None:
+                typed = exp.Cast(this=literal.copy(), to=TIMESTAMP_NTZ.copy())
+                taken.add(id(typed))
+                o.replace(typed)
+        checked = _checked_timestamp(column)
+    else:
+        return False
+    taken.update(id(n) for n in checked.walk())
+    column.replace(checked)
+    return True
 
 
 def _carried_values(tree: exp.Expression, types: dict[int, str], as_text: set[int], relations: dict[str, R.Relation],
@@ -207,34 +248,8 @@ def _carried_values(tree: exp.Expression, types: dict[int, str], as_text: set[in
             continue
         if ordered_as_text and isinstance(parent, exp.Group):
             continue
-        if isinstance(up, COMPARISONS) and not up.args.get("query"):
-            others = [o for o in up.iter_expressions() if o is not parent and o is not column]
-            if isinstance(parent, exp.Tuple):
-                others = [o for o in others if not isinstance(o, exp.Tuple)] + [
-                    t.expressions[parent.expressions.index(column)] for t in up.iter_expressions()
-                    if isinstance(t, exp.Tuple) and t is not parent and len(t.expressions) == len(parent.expressions)]
-            if ordered_as_text and all(id(o) in as_text and types[id(o)] == sql_type
-                                       or (isinstance(o, exp.Literal) and o.is_string and _UUID.match(o.this))
-                                       or isinstance(o, exp.Null) for o in others):
-                continue
-            if sql_type == "numeric" and not any(isinstance(o, exp.Literal) and o.is_string for o in others):
-                checked = _checked_decimal(column)
-                taken |= {id(n) for n in checked.walk()}
-                column.replace(checked)
-                continue
-            if sql_type == "timestamp without time zone" and all(
-                    id(o) in as_text and types[id(o)] == sql_type or _timestamp_literal(o) is not None
-                    or id(o) in taken or isinstance(o, exp.Null) for o in others):  # taken: one checked already
-                for o in others:  # the literals as TIMESTAMP_NTZ too (Spark's TIMESTAMP has a zone)
-                    literal = _timestamp_literal(o)
-                    if literal is not None and not (isinstance(o, exp.Cast) and o.to.this == TIMESTAMP_NTZ.this):
-                        typed = exp.Cast(this=literal.copy(), to=TIMESTAMP_NTZ.copy())
-                        taken.add(id(typed))
-                        o.replace(typed)
-                checked = _checked_timestamp(column)
-                taken |= {id(n) for n in checked.walk()}
-                column.replace(checked)
-                continue
+        if isinstance(up, COMPARISONS) and not up.args.get("query") and _compared(column, sql_type, types, as_text, taken):
+            continue
         raise UnsupportedQuery(
             f"the Spark engine reads {column.name} ({sql_type}) as its text, and cannot compute "
             f"{(up or column).sql('postgres')[:80]} on it exactly as PostgreSQL does (it passes such values on, "
