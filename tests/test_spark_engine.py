@@ -688,6 +688,11 @@ def test_a_refused_fill_leaves_nothing_behind(engine, shop):
     with pytest.raises(IdivmError, match=r"reads x \(numeric\) as its text") as refused:
         engine.register_view("loose_v", "SELECT k, x * 2 AS y FROM loose", engine="spark")
     assert "\n" not in str(refused.value)
+    # refused by a value the fill met (too many decimals to compare exactly), in one line too
+    shop.execute("INSERT INTO loose VALUES (1, 2.1234567890123456789012)")
+    with pytest.raises(IdivmError, match="column x holds 2.1234567890123456789012") as refused:
+        engine.register_view("loose_v", "SELECT k, x FROM loose WHERE x > 1", engine="spark")
+    assert "\n" not in str(refused.value)
     assert shop.execute("SELECT to_regclass('loose_v')").fetchone()[0] is None
     assert engine.list() == []
 

@@ -200,7 +200,7 @@ def offloads(steps: list[Step]) -> list[Offload]:
         target = getattr(st, "target", None)
         if target is not None and (rel := R.relation_of(target)) is not None:
             computable = isinstance(st, AddToMap) and o is not None and not o.changed
-            adds = increments.get(rel, []) if rel not in written or rel in increments else None
+            adds = increments.get(rel, [])  # every relation written so far has its entry
             increments[rel] = adds + [st] if computable and adds is not None else None
             written.add(rel)
     return out

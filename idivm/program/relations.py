@@ -42,6 +42,16 @@ def image_column(image: str, column: str) -> str:
     return f"{image}__{column}"
 
 
+def imaged_column(instance_column: str) -> str | None:
+    """The base-table column an i-diff instance's column holds an image of (pre__c, post__c -> c);
+    None for the instance's other columns (the change kind)."""
+    for image in (PRE, POST):
+        prefix = image_column(image, "")
+        if instance_column.startswith(prefix):
+            return instance_column[len(prefix):]
+    return None
+
+
 def pre(column: str) -> str:
     return image_column(PRE, column)
 

@@ -160,11 +160,8 @@ def _column_type(types: InputTypes):
 
     def column_type(rel: R.Relation, column: str) -> str | None:
         if rel.kind == R.DELTA and rel.captured_id() in by_id:
-            for image in (R.pre, R.post):
-                prefix = image("")
-                if column.startswith(prefix):
-                    return by_id[rel.captured_id()].get(column[len(prefix):])
-            return None
+            base = R.imaged_column(column)
+            return by_id[rel.captured_id()].get(base) if base is not None else None
         if rel.kind in (R.BASE, R.VIEW):  # a base table, or a map or cache the program maintains
             return by_name.get((rel.schema, rel.name), {}).get(column)
         return None
@@ -260,16 +257,6 @@ def without_adaptive_execution(spark, settings: SparkSettings) -> None:
         spark.conf.set(ADAPTIVE, "false")
 
 
-def _refusal(error: Exception) -> IdivmError | None:
-    """A value the Spark job refused (spark_sql.py, reads.py: errors raised with a message starting
-    "idivm: ") as one line, the first of that message; None for any other error."""
-    at = str(error).find("idivm: ")
-    if at < 0:
-        return None
-    line = str(error)[at + len("idivm: "):].splitlines()[0].split(" SQLSTATE:")[0].rstrip(". ")
-    return IdivmError(f"{line}; nothing was applied (the PostgreSQL engine takes any value: --engine postgres)")
-
-
 def _instance(view_id: int, captured_id: int) -> str:
     """The view's i-diff instance of a captured table, as its compiled function filled it."""
     return qualified("pg_temp", view_delta(view_id, captured_id))
@@ -334,10 +321,7 @@ def _compute(conn: Connection, view_id: int, work: list[Offload], texts: dict[in
             if not jdbc:
                 without_adaptive_execution(spark, settings)
             plan = spark.sql(merged_sql([texts[id(o)] for o in work], widths))  # Spark runs them side by side
-            try:
-                copy_split(cur, staged, split_rows(result_rows(plan, small=not jdbc), widths), tracker)
-            except Exception as e:
-                raise _refusal(e) or e
+            copy_split(cur, staged, split_rows(result_rows(plan, small=not jdbc), widths), tracker)
     finally:
         for name in kept:
             spark.catalog.uncacheTable(name)

@@ -102,7 +102,7 @@ _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 
 
 def _raise(message: str, value: exp.Expression | None = None) -> exp.Expression:
-    """Spark's raise_error with an "idivm: " message (executor._refusal makes it one line)."""
+    """Spark's raise_error with an "idivm: " message (staging._refusal makes it one line)."""
     parts = [exp.Literal.string("idivm: " + message)] + ([exp.cast(value.copy(), "text")] if value is not None else [])
     text = exp.Concat(expressions=parts, safe=False) if len(parts) > 1 else parts[0]
     return exp.Anonymous(this="raise_error", expressions=[text])
@@ -113,10 +113,7 @@ def _checked(column: exp.Column, pattern: str, to: exp.DataType, what: str) -> e
     `pattern`; any other value (more digits than the type holds, NaN, infinity, a date before year
     1 or in another DateStyle) fails the Spark job with one line naming the column and the value,
     rather than being rounded or parsed into a comparison that could then go the other way."""
-    name = column.name
-    for image in (R.pre, R.post):
-        if name.startswith(image("")):
-            name = name[len(image("")):]
+    name = R.imaged_column(column.name) or column.name
     fits = exp.Or(this=exp.Is(this=column.copy(), expression=exp.Null()),
                   expression=exp.RegexpLike(this=column.copy(), expression=exp.Literal.string(pattern)))
     refused = _raise(f"the Spark engine compares {what}, and column {name} holds ", column)
@@ -267,6 +264,14 @@ def _printed_alike(tree: exp.Expression, types: dict[int, str]) -> set[int]:
 TEXTS = re.compile(r"^(text|character varying(\(\d+\))?)$")
 
 
+def _is_text(e: exp.Expression, types: dict[int, str]) -> bool:
+    """Whether `e` is a text PostgreSQL and Spark both hold as the same characters: a string
+    literal, a text or varchar column (not character(n), whose padding functions strip)."""
+    if isinstance(e, exp.Paren):
+        return _is_text(e.this, types)
+    return (isinstance(e, exp.Literal) and e.is_string) or (isinstance(e, exp.Column) and bool(TEXTS.match(types.get(id(e), ""))))
+
+
 def _text_concatenations(tree: exp.Expression, types: dict[int, str], alike: set[int]) -> set[int]:
     """ids of the `||` whose operands are all text: string literals, text columns, casts to text
     printed alike (`alike`), other such `||`. Both engines concatenate them alike, NULL if any is
@@ -274,13 +279,9 @@ def _text_concatenations(tree: exp.Expression, types: dict[int, str], alike: set
     def text(e: exp.Expression) -> bool:
         if isinstance(e, exp.Paren):
             return text(e.this)
-        if isinstance(e, exp.Literal):
-            return e.is_string
-        if isinstance(e, exp.Column):
-            return bool(TEXTS.match(types.get(id(e), "")))
         if isinstance(e, exp.DPipe):
             return text(e.this) and text(e.expression)
-        return id(e) in alike
+        return _is_text(e, types) or id(e) in alike
 
     return {id(d) for d in tree.find_all(exp.DPipe) if text(d)}
 
@@ -346,14 +347,6 @@ def _replace_children_first(tree: exp.Expression, replace) -> None:
                 new = replace(value)
                 if new is not value:
                     node.set(key, new)
-
-
-def _is_text(e: exp.Expression, types: dict[int, str]) -> bool:
-    """Whether `e` is a text PostgreSQL and Spark both hold as the same characters: a string
-    literal, a text or varchar column (not character(n), whose padding functions strip)."""
-    if isinstance(e, exp.Paren):
-        return _is_text(e.this, types)
-    return (isinstance(e, exp.Literal) and e.is_string) or (isinstance(e, exp.Column) and bool(TEXTS.match(types.get(id(e), ""))))
 
 
 def _at_least(e: exp.Expression, low: int) -> exp.Expression:

@@ -9,9 +9,30 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
+
+from ...errors import IdivmError
 
 COPY_BATCH = 10_000  # rows between progress reports
+
+
+def _refusal(error: Exception) -> IdivmError | None:
+    """A value the Spark job refused (spark_sql.py's checks raise errors whose message starts
+    "idivm: ") as one line, the first of that message; None for any other error."""
+    at = str(error).find("idivm: ")
+    if at < 0:
+        return None
+    line = str(error)[at + len("idivm: "):].splitlines()[0].split(" SQLSTATE:")[0].rstrip(". ")
+    return IdivmError(f"{line}; nothing was applied (the PostgreSQL engine takes any value: --engine postgres)")
+
+
+def _refused_as_one_line(rows: Callable[[], Iterable]) -> Iterator:
+    """The rows `rows()` gives, computed as they are taken, an error the Spark job raised while
+    computing them made one line (_refusal)."""
+    try:
+        yield from rows()
+    except Exception as e:
+        raise _refusal(e) or e
 
 
 def result_rows(df, small: bool = False) -> Iterable:
@@ -22,10 +43,14 @@ def result_rows(df, small: bool = False) -> Iterable:
     Measured on a 200-change batch of V under `tuple`, its three queries merged into one plan
     (Spark's part, seconds): partition by partition 1.3-2.3, collected 1.2-1.6. Before the merge
     and the local inputs (2026-11-24, `id` / `tuple`): partition by partition 1.0-1.4 / 3.3-3.6;
-    without prefetch 1.1 / 3.2-4.0; collect() 0.9 / 2.9; cache, count, then collect 2.1-2.2 / 4.0-4.9."""
+    without prefetch 1.1 / 3.2-4.0; collect() 0.9 / 2.9; cache, count, then collect 2.1-2.2 / 4.0-4.9.
+    A value the job refused ends it in one line (_refusal)."""
     if small:
-        return df.collect()
-    return df.toLocalIterator(prefetchPartitions=True)
+        try:
+            return df.collect()
+        except Exception as e:
+            raise _refusal(e) or e
+    return _refused_as_one_line(lambda: df.toLocalIterator(prefetchPartitions=True))
 
 
 QUERY_COLUMN = "idivm_query"
