@@ -71,6 +71,9 @@ ONE_TABLE = "one"
 # idivm's table of the integers SERIES_FIRST to SERIES_LAST (created with the catalog, never written):
 # what generate_series(a, b) in a maintained view's FROM reads (frontend/table_functions.py).
 SERIES_TABLE, SERIES_COLUMN, SERIES_FIRST, SERIES_LAST = "series", "n", -1000, 10000
+# idivm's function single_row(row count, value) (created with the catalog): the value of a scalar
+# subquery without an aggregate, from its rows' count and MAX (frontend/single_row_subqueries.py).
+SINGLE_ROW_FUNCTION = "single_row"
 
 
 def storage_table(view_id: int) -> tuple[str, str]:

@@ -156,9 +156,22 @@ def views(draw, tables: list[Tbl], shape: str, n_outputs: int | None = None):
                 # grouped by the inner sides of its equalities: at most one group a row, none is NULL
                 group = f" GROUP BY {', '.join(keys)}" if keys and draw(st.integers(0, 3)) == 0 else ""
                 sub = f"(SELECT {agg} FROM {u.name} AS u{' WHERE ' + ' AND '.join(conds) if conds else ''}{group})"
+                if draw(st.integers(0, 2)) == 0:  # a lookup by u's whole key: no aggregate, at most one row
+                    # (frontend/single_row_subqueries.py); maybe a filter, maybe grouped by its output
+                    look = [f"u.{k} = {draw(st.sampled_from(t_cols))}" for k in u.keys]
+                    if draw(st.booleans()):
+                        look.append(draw(predicates(u_cols)))
+                    out = draw(st.sampled_from([c, f"{c} * 2", f"COALESCE({c}, 0)"]))
+                    sub = f"(SELECT {out} FROM {u.name} AS u WHERE {' AND '.join(look)}" + \
+                        (f" GROUP BY {out})" if draw(st.integers(0, 3)) == 0 else ")")
                 outs.append(draw(st.sampled_from([sub, f"{sub} * 2", f"{draw(st.sampled_from(t_cols))} + {sub}"]))
                             + f" AS x{i}")
             where = f" WHERE {draw(predicates(t_cols))}" if draw(st.booleans()) else ""
+            if draw(st.integers(0, 2)) == 0:  # a lookup compared in WHERE (an inner join with its part)
+                u = draw(st.sampled_from(tables))
+                look = " AND ".join(f"u.{k} = {draw(st.sampled_from(t_cols))}" for k in u.keys)
+                where = f" WHERE {draw(st.sampled_from(t_cols))} {draw(st.sampled_from(['=', '<']))} " \
+                        f"(SELECT u.{draw(st.sampled_from(u.all))} FROM {u.name} AS u WHERE {look})"
             return f"SELECT {', '.join(outs)} FROM {t.name} AS t{where}", [f"x{i}" for i in range(len(outs))]
         if how == "again":  # the parts of a view (algebra/plan.PartScan) under another grouping
             c = draw(st.sampled_from(q_cols))

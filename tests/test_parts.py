@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 
+import psycopg
 import pytest
 
 import idivm
@@ -44,6 +45,18 @@ VIEWS = {  # name: (query, output columns)
     "nested_in_semijoin": ("SELECT c.id, c.region FROM customers c WHERE c.id IN (SELECT o.customer FROM orders o WHERE "
                            "o.amount * 7 > (SELECT sum(o2.amount) FROM orders o2 WHERE o2.customer = o.customer))",
                            ["id", "region"]),
+    # scalar subqueries without an aggregate (lookups, frontend/single_row_subqueries.py): by key, as an
+    # output, compared in WHERE, grouped by their output, inside an IN subquery of a UNION's branch
+    "lookup": ("SELECT o.id, (SELECT c.region FROM customers c WHERE c.id = o.customer) AS region, "
+               "(SELECT c.region_id * 2 FROM customers c WHERE c.id = o.amount) AS twice FROM orders o",
+               ["id", "region", "twice"]),
+    "lookup_where": ("SELECT o.id, o.amount FROM orders o WHERE o.amount > (SELECT c.region_id FROM customers c "
+                     "WHERE c.id = o.customer)", ["id", "amount"]),
+    "lookup_grouped": ("SELECT o.id FROM orders o WHERE (SELECT c.region FROM customers c WHERE c.id = o.customer "
+                       "GROUP BY c.region) = 'r1'", ["id"]),
+    "lookup_union": ("SELECT c.id FROM customers c WHERE c.id IN (SELECT o.customer FROM orders o WHERE o.amount = "
+                     "(SELECT c2.region_id FROM customers c2 WHERE c2.id = 5)) UNION ALL SELECT o.id FROM orders o "
+                     "WHERE o.amount < (SELECT c.region_id FROM customers c WHERE c.id = 3)", ["id"]),
     "exists_from": ("SELECT c.id FROM customers c WHERE EXISTS (SELECT 1 FROM (SELECT customer, count(*) AS n FROM orders "
                     "GROUP BY customer) t WHERE t.customer = c.id AND t.n >= c.region_id)", ["id"]),
 }
@@ -87,6 +100,32 @@ def test_parts_are_maintained_exactly(engine, db, strategy, mode):
             assert_equal_multiset(db, name, sql, columns)
 
 
+@pytest.mark.parametrize("mode", ["deferred", "immediate"])
+def test_a_lookup_finding_two_rows_fails_as_its_query_does(engine, db, mode):
+    """PostgreSQL fails a query whose scalar subquery finds two rows; so does registering or
+    maintaining a view of it, changing nothing, and maintenance catches up once the rows are fixed."""
+    _tables(db)
+    sql = "SELECT c.id, (SELECT o.amount FROM orders o WHERE o.customer = c.id) AS amount FROM customers c"
+    with pytest.raises(idivm.IdivmError, match="^PostgreSQL could not evaluate the view's query: more than one row "
+                                               "returned by a subquery used as an expression$"):
+        engine.register_view("v", sql, mode=mode)
+    db.execute("DELETE FROM orders WHERE id > 10 OR customer IS NULL")  # at most one order a customer
+    engine.register_view("v", sql, mode=mode)
+    before = db.execute("SELECT * FROM v ORDER BY id").fetchall()
+    two = "more than one row returned by a subquery used as an expression"
+    if mode == "immediate":  # the writer's statement fails
+        with pytest.raises(psycopg.errors.CardinalityViolation, match=two):
+            db.execute("INSERT INTO orders VALUES (100, 5, 7)")  # customer 5's second order
+    else:
+        db.execute("INSERT INTO orders VALUES (100, 5, 7)")
+        with pytest.raises(psycopg.errors.CardinalityViolation, match=two):
+            engine.maintain("v")
+        assert db.execute("SELECT * FROM v ORDER BY id").fetchall() == before
+        db.execute("DELETE FROM orders WHERE id = 100")
+        engine.maintain("v")
+    assert_equal_multiset(db, "v", sql, ["id", "amount"])
+
+
 def test_explain_drop_and_refresh(engine, db):
     _tables(db)
     sql, columns = VIEWS["values"]
@@ -108,7 +147,7 @@ def test_explain_drop_and_refresh(engine, db):
         engine.register_view("v", sql, strategy="higher-order")
 
 
-SPARK_SAMPLE = ("joined", "left_min", "again", "values", "in_grouped", "nested_in_semijoin")  # one view a shape
+SPARK_SAMPLE = ("joined", "left_min", "again", "values", "in_grouped", "nested_in_semijoin", "lookup")  # one view a shape
 
 
 @pytest.mark.slow

@@ -7,6 +7,8 @@ hand-parse SQL.
 """
 from __future__ import annotations
 
+import inspect
+
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError
@@ -28,6 +30,7 @@ from .scalar_subqueries import decorrelate_nested_aggregates, decorrelate_scalar
 from .schema import SchemaProvider
 from .schema_checks import check_deterministic
 from .setops import reduce_set_difference
+from .single_row_subqueries import single_row_subqueries
 from .table_functions import read_series
 
 
@@ -60,12 +63,13 @@ def _normalize(tree: exp.Expression) -> exp.Expression:
 
 
 # The whole-statement rewrites, in order, each a function from tree to tree (the shape of sqlglot's
-# optimizer RULES); each SELECT is then qualified against the schema provider, its subqueries in FROM
+# optimizer RULES; as there, one that declares a `schema` parameter is given the schema provider); each SELECT is then qualified against the schema provider, its subqueries in FROM
 # merged and its EXISTS / IN subqueries extracted (_compile_select).
 REWRITES = (
     read_series,  # FROM generate_series(1, 5) AS g -> FROM (SELECT n AS g FROM idivm.series ...) AS g (table_functions.py)
     inline_constant_subqueries,  # EXISTS (SELECT 3) -> TRUE, a = (SELECT 3) -> a = (3) (constant_subqueries.py)
     read_one_row,  # SELECT 1 AS a WHERE c -> SELECT 1 AS a FROM idivm.one WHERE c (one_row.py)
+    single_row_subqueries,  # (SELECT c.v FROM c WHERE ..) -> (SELECT idivm.single_row(count(*), max(c.v)) ..) (single_row_subqueries.py)
     reduce_quantified_comparisons,  # x op ANY / ALL (SELECT ...) in WHERE -> [NOT] EXISTS (quantified_comparisons.py)
     inline_aggregate_filters,  # sum(x) FILTER (WHERE c) -> sum(CASE WHEN c THEN x END) (aggregate_filters.py)
     merge_filtering_subquery,  # a query over one SPJ subquery whose WHERE holds subqueries -> one query (derived_tables.py)
@@ -90,7 +94,7 @@ FIRST_ORDER_REWRITES = tuple(decorrelate_nested_aggregates if r is decorrelate_s
 def compile_view_sql(schema: SchemaProvider, sql: str, rewrites=REWRITES) -> CompiledView:
     parsed = tree = parse_one(sql)
     for rewrite in rewrites:
-        tree = rewrite(tree)
+        tree = rewrite(tree, schema) if "schema" in inspect.signature(rewrite).parameters else rewrite(tree)
     selects, distinct = checked_branches(tree)
     view = build_view(schema, sql, selects, distinct)
     if distinct is not None:  # a UNION's branches were probed one by one; PostgreSQL also matches their

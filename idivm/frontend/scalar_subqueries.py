@@ -38,6 +38,7 @@ from sqlglot import exp
 
 from ..algebra.ids import HIDDEN_PREFIX as HIDDEN
 from .clauses import conjuncts, correlation, from_item, has_from, reads_outer, reads_outside, semijoin_query
+from .single_row_subqueries import single_row_value
 
 _CLAUSES = ("group", "having", "distinct", "limit", "offset", "order", "qualify", "windows", "with", "with_",
             "laterals", "fetch")
@@ -45,6 +46,8 @@ _CLAUSES = ("group", "having", "distinct", "limit", "offset", "order", "qualify"
 
 def decorrelate_scalar_subqueries(tree: exp.Expression) -> exp.Expression:
     """The scalar subqueries of the outputs (every strategy's frontend: none keeps them otherwise)."""
+    if isinstance(tree, exp.SetOperation):
+        return _branches(tree, decorrelate_scalar_subqueries)
     return _decorrelated(tree, where=False)
 
 
@@ -54,6 +57,8 @@ def decorrelate_nested_aggregates(tree: exp.Expression) -> exp.Expression:
     higher-order strategy keeps those as nested counts and sums instead (compiler.py chooses).
     Also those in the WHERE of the query's EXISTS / IN subqueries, where only an inner join may
     stand (semijoins.py): one there that would need a LEFT JOIN is left as it is (and refused)."""
+    if isinstance(tree, exp.SetOperation):
+        return _branches(tree, decorrelate_nested_aggregates)
     tree = _decorrelated(tree, where=True)
     if not isinstance(tree, exp.Select) or tree.args.get("where") is None:
         return tree
@@ -61,6 +66,14 @@ def decorrelate_nested_aggregates(tree: exp.Expression) -> exp.Expression:
         inner = semijoin_query(node)
         if isinstance(inner, exp.Select) and node.parent_select is tree:
             inner.replace(_decorrelated(inner, where=True, prefix=f"e{k}_", outer_join=False))
+    return tree
+
+
+def _branches(tree: exp.SetOperation, rewrite) -> exp.SetOperation:
+    """A UNION / EXCEPT / INTERSECT (a copy) with each branch rewritten: each is a query of its own."""
+    tree = tree.copy()
+    for side in ("this", "expression"):
+        tree.set(side, rewrite(tree.args[side]))
     return tree
 
 
@@ -124,6 +137,10 @@ def _dropped_without_match(sq: exp.Subquery, where: exp.Expression, value: exp.E
     count, only arithmetic over its aggregates). Then an inner join with its grouping means the
     same as the LEFT JOIN (at most one group matches a row: it is grouped by what the row is
     compared with) and is cheaper to maintain, and it is what an EXISTS / IN subquery may hold."""
+    value = value.copy()
+    for call in list(value.find_all(exp.Dot)):  # idivm.single_row(count, v) is NULL exactly when v is
+        if single_row_value(call) is not None:
+            call.replace(single_row_value(call))
     if any(not isinstance(n, _STRICT + (exp.Column, exp.Literal, exp.Identifier)) for n in value.walk()):
         return False
     at = sq.parent

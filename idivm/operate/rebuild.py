@@ -98,7 +98,7 @@ def rebuild_locked(conn: Connection, row: sa.Row, chain: list[sa.Row], wanted: W
 def query_failed(e: psycopg.Error) -> None:
     """Raise an error of the view's own query while filling it as one line naming it (else return)."""
     state = (e.sqlstate or "")[:2]
-    if state == "22":  # data exception while filling the view: its own query failed
+    if state in ("21", "22"):  # a data exception (or a lookup finding two rows) while filling the view: its own query failed
         raise IdivmError(f"PostgreSQL could not evaluate the view's query: {first_line(e)}") from None
     if state == "42":  # e.g. UNION branches of unmatched types
         raise IdivmError(f"PostgreSQL rejected the view's query: {first_line(e)}") from None

@@ -19,6 +19,7 @@ depends_on = None
 S = "idivm"
 ONE_TABLE, ONE_COLUMN = "one", "__idivm_one"  # names.ONE_TABLE and its column (migrations do not import the package)
 SERIES_TABLE, SERIES_COLUMN, SERIES_FIRST, SERIES_LAST = "series", "n", -1000, 10000  # names.SERIES_*
+SINGLE_ROW = "single_row"  # names.SINGLE_ROW_FUNCTION
 
 
 class XID8(sa.types.UserDefinedType):
@@ -134,9 +135,17 @@ def upgrade() -> None:
                 "FROM reads",
     )
     op.execute(sa.text(f"INSERT INTO {S}.{SERIES_TABLE} SELECT generate_series({SERIES_FIRST}, {SERIES_LAST})"))
+    # A scalar subquery without an aggregate, as a view keeps it (frontend/single_row_subqueries.py):
+    # its value from the count of its rows and their MAX, failing as PostgreSQL fails on several rows
+    op.execute(sa.text(
+        f"CREATE FUNCTION {S}.{SINGLE_ROW}(row_count bigint, value anyelement) RETURNS anyelement "
+        "LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$ BEGIN IF row_count > 1 THEN "
+        "RAISE EXCEPTION 'more than one row returned by a subquery used as an expression' "
+        "USING ERRCODE = 'cardinality_violation'; END IF; RETURN value; END $$"))
 
 
 def downgrade() -> None:
+    op.execute(sa.text(f"DROP FUNCTION {S}.{SINGLE_ROW}(bigint, anyelement)"))
     for table in (SERIES_TABLE, ONE_TABLE, "derivations", "diff_schemas", "view_inputs", "views", "captured_partitions",
                   "captured_tables"):
         op.drop_table(table, schema=S)
