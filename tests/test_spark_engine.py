@@ -254,6 +254,49 @@ def test_a_read_outside_the_snapshot_is_refused(engine, shop):
             spark.sql("SELECT count(*) FROM bad_read").collect()
 
 
+def test_arrow_copies_every_value_as_the_row_by_row_copy_does(engine, db):
+    """Results come back as Arrow batches written as CSV (staging.copy_result); each value must reach
+    PostgreSQL as psycopg's row-by-row copy gives it: empty strings, quotes, newlines, a lone `\\.`
+    (CSV's end of data), floats' signs, infinities and NaN, decimals' scales and exponents, zoned and
+    plain timestamps, NULL of every type; also a merged plan's rows, split between tables."""
+    from idivm.engines.spark.session import spark_session
+    from idivm.engines.spark.staging import copy_result, copy_split, merged_sql, result_rows, split_rows
+
+    spark = spark_session(SparkSettings.from_env(engine.dsn))
+    values = ("SELECT * FROM VALUES "
+              "(1, 'a', 0.1D, CAST('0.0000001' AS DECIMAL(38,18)), CAST(1.5 AS DECIMAL(10,2)), true, DATE'2024-02-29', "
+              "TIMESTAMP_NTZ'2024-01-01 00:00:00.000001', TIMESTAMP'2024-06-01 12:00:00', NULL), "
+              "(2, '', -0.0D, CAST('-12345678901234567890.123456789012345678' AS DECIMAL(38,18)), NULL, false, NULL, "
+              "NULL, NULL, NULL), "
+              "(3, 'x\"y\nz,w', CAST('NaN' AS DOUBLE), CAST(0 AS DECIMAL(38,18)), CAST(-0.01 AS DECIMAL(10,2)), NULL, "
+              "DATE'0001-01-01', TIMESTAMP_NTZ'9999-12-31 23:59:59.999999', TIMESTAMP'1970-01-01 00:00:00', NULL), "
+              "(4, '\\\\.', CAST('-Infinity' AS DOUBLE), CAST('1000' AS DECIMAL(38,18)), NULL, NULL, NULL, NULL, NULL, NULL), "
+              "(5, NULL, 1e300D, NULL, NULL, NULL, NULL, NULL, NULL, NULL), (6, 'é ☃', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL) "
+              "AS t(i, s, f, d, m, b, dt, ts, tz, n)")
+    columns = ("i bigint, s text, f double precision, d numeric, m numeric(10,2), b boolean, dt date, ts timestamp, "
+               "tz timestamptz, n integer")
+    db.execute("SET TIME ZONE 'UTC'")
+    for name in ("by_arrow", "by_rows", "split_a", "split_b", "rows_a", "rows_b"):
+        db.execute(f"CREATE TABLE {name} ({columns if not name.endswith('_b') else 'i bigint, s text'})")
+    df = spark.sql(values).repartition(3)
+    with db.cursor() as cur:
+        assert copy_result(cur, ["by_arrow"], df) == [6]
+        copy_split(cur, ["by_rows"], ((0, r) for r in result_rows(df)))
+        merged = merged_sql([values, "SELECT i * 10 AS i, s FROM VALUES (1, 'p'), (2, NULL) AS u(i, s)"], [10, 2])
+        assert copy_result(cur, ["split_a", "split_b"], spark.sql(merged), [10, 2]) == [6, 2]
+        copy_split(cur, ["rows_a", "rows_b"], split_rows(result_rows(spark.sql(merged)), [10, 2]))
+    as_text = "SELECT i, s, CAST(f AS text), CAST(d AS text), CAST(m AS text), b, dt, ts, tz, n FROM {} ORDER BY i"
+    expected = db.execute(as_text.format("by_rows")).fetchall()
+    assert [r[1] for r in expected] == ["a", "", 'x"y\nz,w', "\\.", None, "é ☃"]
+    assert [r[2] for r in expected[:5]] == ["0.1", "-0", "NaN", "-Infinity", "1e+300"]
+    assert [r[3] for r in expected[:4]] == ["0.000000100000000000", "-12345678901234567890.123456789012345678",
+                                            "0.000000000000000000", "1000.000000000000000000"]
+    for table in ("by_arrow", "split_a", "rows_a"):
+        assert db.execute(as_text.format(table)).fetchall() == expected, table
+    assert db.execute("SELECT * FROM split_b ORDER BY i").fetchall() == \
+        db.execute("SELECT * FROM rows_b ORDER BY i").fetchall() == [(10, "p"), (20, None)]
+
+
 def test_what_spark_cannot_compute_exactly_is_refused_and_nothing_is_lost(engine, shop):
     """A value Spark cannot compare exactly (an unconstrained numeric with more decimals than its
     decimal(38,18) holds) fails the maintenance with one line naming the column and the value; an

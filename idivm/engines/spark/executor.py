@@ -50,7 +50,7 @@ from .reads import carried, columns_to_read, export, read, read_table, select_re
 from .session import run_session
 from .settings import SparkSettings
 from .spark_sql import spark_sql, view_name
-from .staging import copy_split, merged_sql, result_rows, split_rows
+from .staging import copy_result, merged_sql
 
 ENGINE = "spark"
 
@@ -321,7 +321,7 @@ def _compute(conn: Connection, view_id: int, work: list[Offload], texts: dict[in
             if not jdbc:
                 without_adaptive_execution(spark, settings)
             plan = spark.sql(merged_sql([texts[id(o)] for o in work], widths))  # Spark runs them side by side
-            copy_split(cur, staged, split_rows(result_rows(plan, small=not jdbc), widths), tracker)
+            copy_result(cur, staged, plan, widths, small=not jdbc, tracker=tracker)
     finally:
         for name in kept:
             spark.catalog.uncacheTable(name)

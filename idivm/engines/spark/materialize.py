@@ -30,7 +30,7 @@ from .reads import export, read_table
 from .session import run_session
 from .settings import SparkSettings
 from .spark_sql import spark_sql, view_name
-from .staging import copy_rows, result_rows
+from .staging import copy_result
 
 
 def _committed(conn, rels: list[R.Relation]) -> bool:
@@ -73,5 +73,5 @@ class SparkFill:
         for rel, names in needed_columns([query]).items():
             read_table(spark, self.settings, cur, snapshot, view_name(rel), infos[rel], names)
         with tracking(spark, new_group("fill"), self.progress) as tracker:
-            rows = copy_rows(cur, table, result_rows(spark.sql(text)), tracker)
+            rows = copy_result(cur, [table], spark.sql(text), tracker=tracker)[0]
         self.computed.append((table, rows, time.perf_counter() - started))

@@ -45,7 +45,7 @@ class Tracker:
 
     def __init__(self, spark, group: str, callback: ProgressCallback | None):
         self.spark, self.group, self.callback = spark, group, callback
-        self.rows = 0  # copied to PostgreSQL so far (staging.copy_rows)
+        self.rows = 0  # copied to PostgreSQL so far (staging.copy_result)
         self.copy_seconds = 0.0  # of which spent copying, not waiting for Spark
         self._stop = threading.Event()
 
