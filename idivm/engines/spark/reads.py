@@ -101,7 +101,9 @@ def read(spark, settings: SparkSettings, query: str, snapshot: Snapshot, name: s
     reader = (spark.read.format("jdbc").option("url", settings.jdbc_url).option("driver", "org.postgresql.Driver")
               .option("fetchsize", "10000")
               .option("sessionInitStatement", "BEGIN ISOLATION LEVEL REPEATABLE READ; SET TRANSACTION SNAPSHOT "
-                      + string_literal(snapshot.exported) + f"; SET LOCAL lock_timeout = {string_literal(LOCK_TIMEOUT)}"))
+                      + string_literal(snapshot.exported) + f"; SET LOCAL lock_timeout = {string_literal(LOCK_TIMEOUT)}"
+                      # a timestamptz's text in UTC, as Spark's sessions are (spark_sql._checked_instant)
+                      + "; SET LOCAL TimeZone = 'UTC'"))
     if partitions is None:
         reader = reader.option("query", checked)
     else:  # Spark splits [low, high] into ranges of the column (the first and last open-ended)

@@ -10,6 +10,7 @@ integers, text and booleans, `||` of texts."""
 from __future__ import annotations
 
 import re
+from datetime import datetime, timezone
 from typing import Callable
 
 from sqlglot import exp
@@ -108,16 +109,18 @@ def _raise(message: str, value: exp.Expression | None = None) -> exp.Expression:
     return exp.Anonymous(this="raise_error", expressions=[text])
 
 
-def _checked(column: exp.Column, pattern: str, to: exp.DataType, what: str) -> exp.Expression:
-    """A carried value's text as the Spark type `to` that holds it exactly, where the text matches
-    `pattern`; any other value (more digits than the type holds, NaN, infinity, a date before year
-    1 or in another DateStyle) fails the Spark job with one line naming the column and the value,
-    rather than being rounded or parsed into a comparison that could then go the other way."""
+def _checked(column: exp.Column, pattern: str, to: exp.DataType, what: str,
+             value: exp.Expression | None = None) -> exp.Expression:
+    """A carried value's text (or `value`, an expression of it) as the Spark type `to` that holds it
+    exactly, where the text matches `pattern`; any other value (more digits than the type holds,
+    NaN, infinity, a date before year 1 or in another DateStyle) fails the Spark job with one line
+    naming the column and the value, rather than being rounded or parsed into a comparison that
+    could then go the other way."""
     name = R.imaged_column(column.name) or column.name
     fits = exp.Or(this=exp.Is(this=column.copy(), expression=exp.Null()),
                   expression=exp.RegexpLike(this=column.copy(), expression=exp.Literal.string(pattern)))
     refused = _raise(f"the Spark engine compares {what}, and column {name} holds ", column)
-    return exp.Case(ifs=[exp.If(this=fits, true=exp.Cast(this=column.copy(), to=to))], default=refused)
+    return exp.Case(ifs=[exp.If(this=fits, true=exp.Cast(this=(value or column).copy(), to=to))], default=refused)
 
 
 def _checked_decimal(column: exp.Column) -> exp.Expression:
@@ -136,6 +139,36 @@ def _checked_timestamp(column: exp.Column) -> exp.Expression:
     """A carried timestamp (without time zone) as Spark's TIMESTAMP_NTZ: both hold microseconds
     of a wall clock, no zone involved."""
     return _checked(column, _ISO_TIMESTAMP, TIMESTAMP_NTZ, "timestamps written as ISO dates of years 1-9999")
+
+
+# a timestamptz's text as the Spark engine's reads give it (reads.py pins their TimeZone to UTC)
+_UTC_TIMESTAMP = _ISO_TIMESTAMP.removesuffix("$") + "[+]00$"
+
+
+def _checked_instant(column: exp.Column) -> exp.Expression:
+    """A carried timestamptz, read as its UTC text (`+00`), as Spark's TIMESTAMP_NTZ of that UTC wall
+    clock: instants compare as their UTC wall clocks do, to the microsecond."""
+    wall = exp.Substring(this=column.copy(), start=exp.Literal.number(1),
+                         length=exp.Sub(this=exp.Length(this=column.copy()), expression=exp.Literal.number(3)))
+    return _checked(column, _UTC_TIMESTAMP, TIMESTAMP_NTZ, "timestamps with time zone read as ISO dates of years "
+                    "1-9999 in UTC", wall)
+
+
+def _instant_literal(e: exp.Expression) -> exp.Literal | None:
+    """The UTC wall clock (ISO text) of a timestamptz literal written with its offset (TIMESTAMPTZ
+    '2024-01-01 10:00+02', '2024-01-01T08:00:00Z'), which PostgreSQL reads as one instant whatever
+    the session's TimeZone; None for any other expression, a literal without an offset among them."""
+    if isinstance(e, exp.Cast) and e.to.this == exp.DataType.Type.TIMESTAMPTZ:
+        e = e.this
+    if not (isinstance(e, exp.Literal) and e.is_string):
+        return None
+    try:
+        instant = datetime.fromisoformat(e.this)
+    except ValueError:
+        return None
+    if instant.tzinfo is None or not 1 <= instant.astimezone(timezone.utc).year <= 9999:
+        return None
+    return exp.Literal.string(instant.astimezone(timezone.utc).replace(tzinfo=None).isoformat(" "))
 
 
 def _timestamp_literal(e: exp.Expression) -> exp.Literal | None:
@@ -178,7 +211,8 @@ def _compared(column: exp.Column, sql_type: str, types: dict[int, str], as_text:
     """Whether the comparison `column` (held as text) stands in computes on Spark as in PostgreSQL,
     rewritten in place where it needs to be (the nodes written added to `taken`): uuids with uuids
     or canonical literals as they are; unconstrained numerics as _checked_decimal; timestamps
-    with timestamps or ISO literals as _checked_timestamp, the literals as TIMESTAMP_NTZ."""
+    with timestamps or ISO literals as _checked_timestamp, the literals as TIMESTAMP_NTZ;
+    timestamptz with timestamptz or literals with an offset as _checked_instant, all as UTC."""
     parent = column.parent
     up = parent.parent if isinstance(parent, exp.Tuple) else parent
     others = [o for o in up.iter_expressions() if o is not parent and o is not column]
@@ -208,6 +242,16 @@ def _compared(column: exp.Column, sql_type: str, types: dict[int, str], as_text:
                 taken.add(id(typed))
                 o.replace(typed)
         checked = _checked_timestamp(column)
+    elif sql_type == "timestamp with time zone":
+        if not all(same_type(o) or _instant_literal(o) is not None for o in others):
+            return False
+        for o in others:  # the literals as their UTC wall clocks
+            literal = _instant_literal(o)
+            if literal is not None:
+                typed = exp.Cast(this=literal, to=TIMESTAMP_NTZ.copy())
+                taken.add(id(typed))
+                o.replace(typed)
+        checked = _checked_instant(column)
     else:
         return False
     taken.update(id(n) for n in checked.walk())
@@ -222,7 +266,8 @@ def _carried_values(tree: exp.Expression, types: dict[int, str], as_text: set[in
     compare it, where the type's order is its text's (uuid, as `=`, `<`, IN a list, or in groups
     and DISTINCT) or where an exact Spark type holds it (an unconstrained numeric, compared as
     _checked_decimal; a timestamp without time zone, with another or with an ISO literal, as
-    _checked_timestamp; written in place here). Anything else is refused by name. Returns the ids
+    _checked_timestamp; a timestamptz, with another or with a literal with an offset, as
+    _checked_instant; written in place here). Anything else is refused by name. Returns the ids
     of the nodes it wrote or took."""
     taken: set[int] = set()
     for column in list(tree.find_all(exp.Column)):
