@@ -435,6 +435,27 @@ def test_substring_and_date_fields_compute_on_spark_as_in_postgres(engine, shop)
     assert "\n" not in str(failure.value)
 
 
+def test_date_trunc_computes_on_spark_as_in_postgres(engine, shop):
+    """date_trunc of a timestamp without time zone, to every unit both engines truncate alike (the
+    week to its Monday, the quarter to its first month), on Spark, equal to PostgreSQL on random
+    values around the ends of weeks, months and years, the first and last microseconds of the
+    calendar and NULLs; grouped by, compared with another and with a literal."""
+    shop.execute("CREATE TABLE stamps (k int PRIMARY KEY, t timestamp, u timestamp)")
+    rng = random.Random(5)
+    stamps = [None, "2024-02-29 23:59:59.999999", "2024-12-30 00:00:00", "2027-01-03 12:34:56.5", "0001-01-01 00:00:00",
+              "9999-12-31 23:59:59.999999", "2026-03-31 00:00:00.000001", "1999-12-31 23:59:59", "2026-01-05 00:00:00"]
+
+    def row(k):
+        return (k, rng.choice(stamps), rng.choice(stamps))
+
+    units = ["microseconds", "milliseconds", "second", "minute", "hour", "day", "week", "month", "quarter", "year"]
+    sql = ("SELECT k, " + ", ".join(f"date_trunc('{u}', t) AS {u}" for u in units)
+           + " FROM stamps WHERE date_trunc('DAYS', t) <> date_trunc('day', u) OR date_trunc('month', t) >= '2026-01-01'")
+    _rounds_on_spark(engine, shop, rng, "stamps", row, "truncated", sql, ["k", *units])
+    grouped = "SELECT date_trunc('week', t) AS w, count(*) AS n FROM stamps GROUP BY date_trunc('week', t)"
+    _rounds_on_spark(engine, shop, rng, "stamps", row, "weekly", grouped, ["w", "n"])
+
+
 def test_the_readme_and_demo_views_maintain_on_spark(engine, db):
     """The README's example tables (prices as unconstrained numeric) and its view, filled on Spark
     and maintained on Spark after the demo's writes and price changes of every scale, equal their

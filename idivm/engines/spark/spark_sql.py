@@ -270,7 +270,11 @@ def _carried_values(tree: exp.Expression, types: dict[int, str], as_text: set[in
     _checked_instant; written in place here). Anything else is refused by name. Returns the ids
     of the nodes it wrote or took."""
     taken: set[int] = set()
-    for column in list(tree.find_all(exp.Column)):
+    columns = list(tree.find_all(exp.Column))
+    truncated = _truncated_timestamps(columns, types, as_text, taken)
+    for column in columns:
+        if id(column) in truncated:
+            continue
         if id(column) not in as_text:
             if id(column) not in types and column_type is not None and any(
                     rel.kind != R.VIEW and carried(column_type(rel, column.name) or "integer") for rel in relations.values()):
@@ -298,6 +302,40 @@ def _carried_values(tree: exp.Expression, types: dict[int, str], as_text: set[in
             "tests them for NULL and compares unconstrained numerics, uuids and timestamps); maintain this view with "
             "--engine postgres")
     return taken
+
+
+# date_trunc's units (as PostgreSQL spells them, upper case) that Spark's DATE_TRUNC truncates a
+# TIMESTAMP_NTZ to alike: the week to its Monday, the quarter to its first month, in both
+TRUNC_UNITS = {**{u: u for u in ("MICROSECOND", "MILLISECOND", "SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH",
+                                 "QUARTER", "YEAR")},
+               **{u + "S": u for u in ("MICROSECOND", "MILLISECOND", "SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH",
+                                       "YEAR")}}
+
+
+def _truncated_timestamps(columns: list[exp.Column], types: dict[int, str], as_text: set[int],
+                          taken: set[int]) -> set[int]:
+    """date_trunc(unit, t) of a carried timestamp without time zone, for the units in TRUNC_UNITS,
+    as Spark's DATE_TRUNC of _checked_timestamp(t), cast back to the wall clock it truncated (Spark
+    truncates in the session's time zone, UTC, and returns a zoned TIMESTAMP), in place: a
+    TIMESTAMP_NTZ, which Spark then
+    computes with as with any value of its own (compares, groups, hands back to PostgreSQL). Its
+    nodes are added to `taken`; returns the ids of the columns rewritten."""
+    done: set[int] = set()
+    for column in columns:
+        trunc = column.parent
+        if not (id(column) in as_text and types[id(column)] == "timestamp without time zone"
+                and isinstance(trunc, exp.TimestampTrunc) and column is trunc.this
+                and isinstance(trunc.args.get("unit"), exp.Var) and trunc.args.get("zone") is None
+                and trunc.args["unit"].name.upper() in TRUNC_UNITS):
+            continue
+        trunc.set("unit", exp.var(TRUNC_UNITS[trunc.args["unit"].name.upper()]))
+        checked = _checked_timestamp(column)
+        column.replace(checked)
+        wall = exp.Cast(this=trunc.copy(), to=TIMESTAMP_NTZ.copy())  # Spark's DATE_TRUNC gives a TIMESTAMP (UTC)
+        trunc.replace(wall)
+        taken.update(id(n) for n in wall.walk() if not isinstance(n, exp.Column))
+        done.add(id(column))
+    return done
 
 
 def _printed_alike(tree: exp.Expression, types: dict[int, str]) -> set[int]:
