@@ -18,6 +18,7 @@ CREATE TABLE r (k int PRIMARY KEY, a int, b int, c text, f float8, n numeric, d 
                 tz timestamptz, j json, m mood);
 CREATE TABLE s (k int PRIMARY KEY, a int, g int);
 CREATE TABLE t (k int PRIMARY KEY, x int);
+CREATE TABLE coll (k int PRIMARY KEY, c text COLLATE "C", i text COLLATE "und-x-icu");
 CREATE TABLE nokey (a int);
 CREATE TABLE p (k int PRIMARY KEY, a int) PARTITION BY HASH (k);
 CREATE TABLE p0 PARTITION OF p FOR VALUES WITH (MODULUS 2, REMAINDER 0);

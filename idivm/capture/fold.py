@@ -61,9 +61,9 @@ CROSS JOIN LATERAL jsonb_to_record(f.new_img) AS {post}({col_defs})"""
 
 def record_columns(info: TableInfo, names) -> str:
     """The column definition list that decodes an image into these columns of `info`'s table, with
-    their types (jsonb_to_record(img) AS r(<this>))."""
-    types = dict(info.columns)
-    return ", ".join(f"{ident(c)} {types[c]}" for c in names)
+    their types and collations (jsonb_to_record(img) AS r(<this>)): the i-diff instance made from it
+    compares and orders each column as its table does."""
+    return ", ".join(f"{ident(c)} {info.declared(c)}" for c in names)
 
 
 def log_images(log: str, window: str) -> str:

@@ -134,11 +134,15 @@ def own_equality_columns(conn: Connection, schema: str, table: str, columns: lis
 
 def columns_json(regclass: str) -> str:
     """A scalar subquery: every column of the table `regclass` (an SQL expression) with its type (type_name)
-    and its position in the primary key, as one json array of [name, type, key position or null, NOT NULL].
+    and its position in the primary key, as one json array of [name, type, key position or null, NOT NULL,
+    its collation where that is not its type's default (TableInfo.collations) or null].
     Maintenance reflects all of a view's base tables with it inside the query that lists them (hot path:
     one round trip, not two per table)."""
     return (
-        f"(SELECT json_agg(json_build_array(a.attname, {type_name('a', 'ty', 'tn')}, k.ord, a.attnotnull) ORDER BY a.attnum) "
+        f"(SELECT json_agg(json_build_array(a.attname, {type_name('a', 'ty', 'tn')}, k.ord, a.attnotnull, "
+        "(SELECT quote_ident(cn.nspname) || '.' || quote_ident(co.collname) FROM pg_collation co "
+        "JOIN pg_namespace cn ON cn.oid = co.collnamespace WHERE co.oid = a.attcollation AND a.attcollation <> ty.typcollation)"
+        ") ORDER BY a.attnum) "
         "FROM pg_attribute a JOIN pg_type ty ON ty.oid = a.atttypid JOIN pg_namespace tn ON tn.oid = ty.typnamespace "
         "LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary "
         "LEFT JOIN LATERAL unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord) ON k.attnum = a.attnum "
@@ -159,4 +163,4 @@ def table_info(schema: str, name: str, rows: list | None, shown: str | None = No
             "key, so every base table needs a PRIMARY KEY"
         )
     return TableInfo(schema=schema, name=name, columns=tuple((r[0], r[1]) for r in rows), key=key,
-                     not_null=frozenset(r[0] for r in rows if r[3]))
+                     not_null=frozenset(r[0] for r in rows if r[3]), collations=tuple((r[0], r[4]) for r in rows if r[4]))

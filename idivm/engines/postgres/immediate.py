@@ -80,8 +80,8 @@ def pending_table(captured_id: int) -> str:
 def instance_columns(info: TableInfo) -> str:
     """The i-diff instance table's columns: the change kind, then each column's pre- and post-image."""
     cols = [f"{ident(R.KIND_COLUMN)} text"]
-    cols += [f"{ident(R.pre(c))} {t}" for c, t in info.columns]
-    cols += [f"{ident(R.post(c))} {t}" for c, t in info.columns]
+    cols += [f"{ident(R.pre(c))} {info.declared(c)}" for c, _ in info.columns]
+    cols += [f"{ident(R.post(c))} {info.declared(c)}" for c, _ in info.columns]
     return ", ".join(cols)
 
 
