@@ -9,7 +9,7 @@ from sqlalchemy.engine import Connection
 from ..algebra.plan import format_plan
 from ..catalog import repository as catalog
 from ..engines.postgres.render import format_rendered
-from ..engines.spark.executor import spark_input_types, spark_plan
+from ..engines.spark.executor import InputTypes, spark_input_types, spark_plan
 from ..frontend.driver import ignored_clauses
 from ..names import display_name
 from ..program.printer import format_program
@@ -31,7 +31,7 @@ def explain_view(conn: Connection, row: sa.Row, spark_settings=None) -> str:
     parts = _explained(f"view {display_name(row.schema_name, row.view_name)}  (strategy: {row.strategy})",
                        summary(conn, row), row.definition, row.strategy, row.plan_text,
                        catalog.diff_schema_labels(conn, row.id), catalog.derivations(conn, row.id), program,
-                       spark_input_types(conn, row.id, program) if program is not None else ())
+                       spark_input_types(conn, row.id, program) if program is not None else InputTypes())
     if spark_settings is not None and row.mode == "deferred":
         parts.append("engine (docs/spark.md, \"Choosing the engine\"):\n" + _indent(engine_summary(conn, row, spark_settings)))
     return "\n\n".join(parts)
@@ -52,7 +52,7 @@ def explain_query(conn: Connection, sql: str, strategy: str) -> str:
 
 
 def _explained(title: str, summary_text: str, definition: str, strategy: str, plan_text: str, schemas: list[str],
-               derivations: list[str], program: Program | None, types: tuple = ()) -> list[str]:
+               derivations: list[str], program: Program | None, types: InputTypes = InputTypes()) -> list[str]:
     """The parts explain prints for a view, registered or only compiled: its summary, definition,
     plan, i-diff schemas, derivations, Δ-program and how PostgreSQL and Spark run it."""
     chosen = [d for d in derivations if d.startswith("strategy auto:")]  # the compiler records auto's choice

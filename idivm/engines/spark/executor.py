@@ -26,6 +26,7 @@ import functools
 import itertools
 import os
 import time
+from typing import NamedTuple
 from collections import Counter
 
 from sqlalchemy.engine import Connection
@@ -49,10 +50,18 @@ from .progress import new_group, tracking
 from .reads import carried, columns_to_read, export, read, read_table, select_read, spark_read_type
 from .session import run_session
 from .settings import SparkSettings
-from .spark_sql import spark_sql, view_name
+from .collations import text_rules_of
+from .spark_sql import TextRules, spark_sql, view_name
 from .staging import copy_result, merged_sql
 
 ENGINE = "spark"
+
+
+class InputTypes(NamedTuple):
+    """What spark_sql needs to know of a view's inputs; hashable, for spark_texts' cache."""
+
+    tables: tuple = ()  # ((captured id, schema, table, ((column, type), ...)), ...)
+    text: TextRules = TextRules()  # what Spark may compute on their text, by its collations
 
 
 def offloads(program) -> list[Offload]:
@@ -65,7 +74,7 @@ def computes_anything(program) -> bool:
     return bool(offloads(program))
 
 
-def spark_plan(program, types: InputTypes = ()) -> str:
+def spark_plan(program, types: InputTypes = InputTypes()) -> str:
     """What `--engine spark` computes on Spark, as explain prints it: each offloaded query's Spark
     SQL, or why Spark refuses it (then maintenance on Spark fails with that line). `types`: the
     inputs' column types (input_types), where the view is registered."""
@@ -82,7 +91,8 @@ def spark_plan(program, types: InputTypes = ()) -> str:
                                               for rel in sorted(o.reads, key=lambda r: r.label()))
                      + ", when Spark can take it exactly; else in PostgreSQL)")
         try:
-            lines.append(f"-- [{i}] {st.purpose}: {what} computed on Spark\n{spark_sql(o.query, column_type)}")
+            lines.append(f"-- [{i}] {st.purpose}: {what} computed on Spark\n"
+                         f"{spark_sql(o.query, column_type, types.text)}")
         except UnsupportedQuery as e:
             lines.append(f"-- [{i}] {st.purpose}: {'in PostgreSQL' if o.reads else 'refused'}: {e}")
     if not lines:
@@ -127,13 +137,12 @@ def spark_stage(settings: SparkSettings):
     return stage
 
 
-InputTypes = tuple  # ((captured id, schema, table, ((column, type), ...)), ...): hashable, for the cache
-
 
 def input_types(conn: Connection, tables, every: list[Offload]) -> InputTypes:
     """The column types of what a view's offloads read, as spark_texts takes them: its inputs
     (`tables`: catalog.view_inputs with reflect) and the maps and caches the offloads read."""
     out = [(t.id, t.schema_name, t.table_name, tuple((c[0], c[1]) for c in t.columns or ())) for t in tables]
+    text = text_rules_of(conn, [(t.schema_name, t.table_name, c[0]) for t in tables for c in t.columns or ()])
     kept = sorted({(rel.schema, rel.name) for o in every for rel in o.reads})
     if kept:
         rows = run(conn, "SELECT n.nspname, k.relname, a.attname, format_type(a.atttypid, a.atttypmod) "
@@ -144,7 +153,10 @@ def input_types(conn: Connection, tables, every: list[Offload]) -> InputTypes:
                    {"s": [s_ for s_, _ in kept], "n": [n for _, n in kept]}).fetchall()
         for (schema, name), cols in itertools.groupby(rows, key=lambda r: (r[0], r[1])):
             out.append((None, schema, name, tuple((r[2], r[3]) for r in cols)))
-    return tuple(out)
+    return InputTypes(tuple(out), text)
+
+
+
 
 
 def spark_input_types(conn: Connection, view_id: int, program) -> InputTypes:
@@ -155,8 +167,8 @@ def spark_input_types(conn: Connection, view_id: int, program) -> InputTypes:
 def _column_type(types: InputTypes):
     """spark_sql's column_type over the inputs: a base table's column, or the table's column an
     i-diff instance's image holds (pre__c, post__c); None for anything else (maps, caches)."""
-    by_id = {cid: dict(cols) for cid, _, _, cols in types}
-    by_name = {(schema, name): dict(cols) for _, schema, name, cols in types}
+    by_id = {cid: dict(cols) for cid, _, _, cols in types.tables}
+    by_name = {(schema, name): dict(cols) for _, schema, name, cols in types.tables}
 
     def column_type(rel: R.Relation, column: str) -> str | None:
         if rel.kind == R.DELTA and rel.captured_id() in by_id:
@@ -170,7 +182,7 @@ def _column_type(types: InputTypes):
 
 
 @functools.lru_cache(maxsize=256)
-def spark_texts(program_text: str, types: InputTypes = ()) -> tuple:
+def spark_texts(program_text: str, types: InputTypes = InputTypes()) -> tuple:
     """The Spark SQL of each of a program's offloaded queries (offloads() order), or why Spark
     refuses it; once per program, inputs' types and process (sqlglot's transpilation of a query
     costs more than a small maintenance's statements, and a scheduler maintains the same programs
@@ -179,7 +191,7 @@ def spark_texts(program_text: str, types: InputTypes = ()) -> tuple:
     out = []
     for o in offloads(from_json(program_text)):
         try:
-            out.append(spark_sql(o.query, column_type))
+            out.append(spark_sql(o.query, column_type, types.text))
         except UnsupportedQuery as e:
             out.append(e)
     return tuple(out)

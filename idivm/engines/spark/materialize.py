@@ -30,6 +30,7 @@ from .reads import export, read_table
 from .session import run_session
 from .settings import SparkSettings
 from .spark_sql import spark_sql, view_name
+from .collations import text_rules_of
 from .staging import copy_result
 
 
@@ -64,7 +65,9 @@ class SparkFill:
             info = infos.get(rel)
             return info.type_of(column) if info is not None and column in info.column_names else None
 
-        text = spark_sql(query, column_type)  # refuses, by name, what Spark would not compute exactly
+        needed = needed_columns([query])
+        read = [(info.schema, info.name, c) for rel, info in infos.items() for c in (needed[rel] or info.column_names)]
+        text = spark_sql(query, column_type, text_rules_of(conn, read))  # refuses by name what Spark would not compute exactly
         started = time.perf_counter()
         run(conn, f"CREATE TABLE {table} {WITH_STORAGE} AS\n{pg_sql(query)}\nWITH NO DATA")
         cur = conn.connection.driver_connection.cursor()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from sqlglot import exp
 from sqlglot.optimizer.scope import Scope, traverse_scope
@@ -502,6 +502,100 @@ def _date_fields(tree: exp.Expression, types: dict[int, str]) -> set[int]:
     return written
 
 
+# How Spark may compute lower() and upper() of a text column, by the columns' collations (executor.py
+# reads them): PostgreSQL maps only A-Z under the C collation, and each character by the locale under
+# any other, which maps A-Z to a-z as C does except Turkish and Azeri (I to dotless ı). Spark's own
+# LOWER maps by Java's full Unicode rules, so it computes TRANSLATE over A-Z instead: exact for every
+# value under C, and under another locale exact for ASCII text, any other value failing the Spark
+# job with one line.
+CASE_C, CASE_ASCII = "c", "ascii"
+_UPPER, _LOWER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz"
+
+
+class TextRules(NamedTuple):
+    """What Spark may compute on the text of a view's columns, by their collations (collations.py):
+    lower/upper (`case`: CASE_C, CASE_ASCII, or None); ordering comparisons, MIN/MAX, GREATEST and
+    LEAST (`ordered`: Spark orders text by code point, which PostgreSQL does under C, POSIX and
+    C.UTF-8 only); anything at all (`deterministic`: a nondeterministic collation, case-insensitive
+    say, makes even = differ from Spark's byte equality)."""
+
+    case: str | None = None
+    ordered: bool = False
+    deterministic: bool = True
+
+
+def text_rules(all_c: bool | None, default_or_c: bool | None, ctype: str | None, code_point_order: bool | None,
+               deterministic: bool | None) -> TextRules:
+    """TextRules for text columns whose collations are all C (`all_c`), all the database's default
+    or C (`default_or_c`; then `ctype`, the database's locale, decides lower/upper), all ordered
+    by code point (`code_point_order`) and all deterministic; None: no text column read."""
+    if all_c is None:
+        return TextRules(CASE_C, True, True)
+    case = CASE_C if all_c else CASE_ASCII if default_or_c and ctype is not None and not re.match(
+        r"^(tr|az)([_-]|$)", ctype, re.IGNORECASE) else None
+    return TextRules(case, bool(code_point_order), bool(deterministic))
+
+
+_TEXT_TYPE = re.compile(r"^(text|character varying(\(\d+\))?|character(\(\d+\))?)$")
+_TEXT_VALUED = (exp.Lower, exp.Upper, exp.Substring, exp.Concat, exp.DPipe, exp.Trim)
+
+
+def _check_text(tree: exp.Expression, types: dict[int, str], text: TextRules) -> None:
+    """Refuse by name what Spark would compute on text otherwise than PostgreSQL does under the
+    columns' collations (TextRules): ordering where PostgreSQL's order is not the code points', and
+    anything on a view reading a column of a nondeterministic collation."""
+    if not text.deterministic and any(_TEXT_TYPE.match(t) for t in types.values()):
+        raise UnsupportedQuery("the Spark engine compares text byte by byte, and the view reads a column of a "
+                               "nondeterministic collation; maintain this view with --engine postgres")
+    if text.ordered:
+        return
+
+    def textual(e: exp.Expression) -> bool:
+        e = e.unnest()
+        return (isinstance(e, exp.Column) and bool(_TEXT_TYPE.match(types.get(id(e), "")))) or \
+            (isinstance(e, exp.Literal) and e.is_string) or isinstance(e, _TEXT_VALUED)
+
+    for node in tree.find_all(exp.LT, exp.LTE, exp.GT, exp.GTE, exp.Between, exp.Min, exp.Max, exp.Greatest,
+                              exp.Least):
+        if any(textual(e) for e in node.iter_expressions()):
+            raise UnsupportedQuery(
+                f"the Spark engine orders text by its code points, and PostgreSQL orders "
+                f"{node.sql('postgres')[:80]} by the collation of its text, which is not C; maintain this view with "
+                "--engine postgres")
+
+
+def _case_mapped(tree: exp.Expression, types: dict[int, str], as_text: set[int], mapping: str | None) -> set[int]:
+    """lower(c) / upper(c) of a text or varchar column as TRANSLATE over A-Z, in place, where
+    `mapping` (TextRules.case) allows; returns the ids of the nodes written."""
+    written: set[int] = set()
+    if mapping is None:
+        return written
+
+    def rewritten(node):
+        if not (isinstance(node, (exp.Lower, exp.Upper)) and isinstance(node.this, exp.Column)
+                and id(node.this) not in as_text
+                and re.match(r"^(text|character varying(\(\d+\))?)$", types.get(id(node.this), ""))):
+            return node
+        column = node.this
+        pair = (_UPPER, _LOWER) if isinstance(node, exp.Lower) else (_LOWER, _UPPER)
+        value = exp.Anonymous(this="translate", expressions=[column.copy(), *map(exp.Literal.string, pair)])
+        written.update(id(n) for n in value.walk() if not isinstance(n, exp.Column))
+        if mapping == CASE_C:
+            return value
+        name = R.imaged_column(column.name) or column.name
+        ascii_only = exp.Or(this=exp.Is(this=column.copy(), expression=exp.Null()),  # UTF-8: one byte a character
+                            expression=exp.EQ(this=exp.Length(this=column.copy()),
+                                              expression=exp.Anonymous(this="octet_length", expressions=[column.copy()])))
+        refused = _raise(f"the Spark engine computes lower() and upper() of ASCII text only under the database's "
+                         f"locale, and column {name} holds ", column)
+        out = exp.Case(ifs=[exp.If(this=ascii_only, true=value)], default=refused)
+        written.update(id(n) for n in out.walk() if not isinstance(n, exp.Column))
+        return out
+
+    _replace_children_first(tree, rewritten)
+    return written
+
+
 def _untyped_nulls(tree: exp.Expression) -> exp.Expression:
     """CAST(NULL AS t) as NULL: the planner types the NULLs it writes (an outer join's missing side,
     COALESCE(SUM(x), 0)'s branches), and Spark's decimal without precision is decimal(10,0), which
@@ -576,9 +670,10 @@ def _rename_aliases(tree: exp.Expression) -> exp.Expression:
     return tree.transform(put, copy=False)
 
 
-def spark_sql(tree: exp.Expression, column_type: ColumnType | None = None) -> str:
+def spark_sql(tree: exp.Expression, column_type: ColumnType | None = None, text: TextRules = TextRules()) -> str:
     """A program tree over Δ instances and base tables as Spark SQL (after the faithfulness check;
-    `column_type` lets it take the casts to text that both engines print alike)."""
+    `column_type` lets it take the casts to text that both engines print alike, `text` says what it
+    may compute on text, by the columns' collations: by default no ordering of text, no lower())."""
     relations: dict[str, R.Relation] = {}
 
     def bind(rel: R.Relation) -> exp.Table:
@@ -587,9 +682,10 @@ def spark_sql(tree: exp.Expression, column_type: ColumnType | None = None) -> st
 
     bound = _untyped_nulls(R.bind_relations(tree, bind))
     types, as_text = _column_types(bound, relations, column_type)
+    _check_text(bound, types, text)
     carried_taken = _carried_values(bound, types, as_text, relations, column_type)
     alike = _printed_alike(bound, types)
     taken = (carried_taken | alike | _text_concatenations(bound, types, alike) | _substrings(bound, types)
-             | _date_fields(bound, types) | _integer_divisions(bound, types))
+             | _date_fields(bound, types) | _integer_divisions(bound, types) | _case_mapped(bound, types, as_text, text.case))
     _check(bound, taken)
     return _rename_aliases(bound).sql("spark")
