@@ -16,6 +16,9 @@ VIEWS = {
     "extremes": ("SELECT g, max(u) AS mu, min(c) AS mc, count(*) AS n FROM cn GROUP BY g", ["g", "mu", "mc", "n"]),
     "cased": ("SELECT k, upper(c) AS uc, lower(u) AS lu FROM cn WHERE c BETWEEN 'B' AND 'b'", ["k", "uc", "lu"]),
     "joined": ("SELECT a.k, b.k AS k2 FROM cn AS a JOIN cn AS b ON a.u < b.u AND a.g = b.g", ["k", "k2"]),
+    # a part of the view (a grouped subquery): its rows' changes are an i-diff of their own
+    "part": ("SELECT q.u, q.n, t.k FROM (SELECT u, count(*) AS n FROM cn GROUP BY u) AS q JOIN cn AS t "
+             "ON t.u < q.u WHERE q.u < 'b'", ["u", "n", "k"]),
 }
 WORDS = [None, "a", "B", "b", "C", "ü", "Ü", "A", "é", "z", "Z", "İ"]
 
@@ -27,7 +30,8 @@ def test_columns_keep_their_collation_through_maintenance(engine, db, strategy, 
     rng = random.Random(13)
     db.execute("INSERT INTO cn SELECT g, g % 3, (ARRAY['a', 'B', 'ü'])[1 + g % 3], (ARRAY['b', 'C', 'a'])[1 + g % 3] "
                "FROM generate_series(1, 9) AS g")
-    for name, (sql, _) in VIEWS.items():
+    views = {n: v for n, v in VIEWS.items() if n != "part" or strategy != "higher-order"}  # it refuses parts
+    for name, (sql, _) in views.items():
         engine.register_view(name, sql, strategy=strategy, mode=mode)
     for _ in range(5):
         with db.transaction():
@@ -36,5 +40,5 @@ def test_columns_keep_their_collation_through_maintenance(engine, db, strategy, 
                            "u = excluded.u", (rng.randint(1, 14), rng.randint(0, 2), rng.choice(WORDS), rng.choice(WORDS)))
             db.execute("DELETE FROM cn WHERE k = %s", (rng.randint(1, 14),))
         engine.maintain()
-        for name, (sql, columns) in VIEWS.items():
+        for name, (sql, columns) in views.items():
             assert_equal_multiset(db, name, sql, columns)
