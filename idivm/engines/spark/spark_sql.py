@@ -154,13 +154,18 @@ def _checked_instant(column: exp.Column) -> exp.Expression:
                     "1-9999 in UTC", wall)
 
 
+# an ISO timestamp with its offset, written alike for PostgreSQL and Python's fromisoformat (no more
+# than microseconds, which PostgreSQL would round and Python refuse)
+_ZONED_LITERAL = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}([.]\d{1,6})?)?(Z|[+-]\d{2}(:\d{2})?)$")
+
+
 def _instant_literal(e: exp.Expression) -> exp.Literal | None:
     """The UTC wall clock (ISO text) of a timestamptz literal written with its offset (TIMESTAMPTZ
     '2024-01-01 10:00+02', '2024-01-01T08:00:00Z'), which PostgreSQL reads as one instant whatever
     the session's TimeZone; None for any other expression, a literal without an offset among them."""
     if isinstance(e, exp.Cast) and e.to.this == exp.DataType.Type.TIMESTAMPTZ:
         e = e.this
-    if not (isinstance(e, exp.Literal) and e.is_string):
+    if not (isinstance(e, exp.Literal) and e.is_string and _ZONED_LITERAL.match(e.this)):
         return None
     try:
         instant = datetime.fromisoformat(e.this)
@@ -317,9 +322,9 @@ def _truncated_timestamps(columns: list[exp.Column], types: dict[int, str], as_t
     """date_trunc(unit, t) of a carried timestamp without time zone, for the units in TRUNC_UNITS,
     as Spark's DATE_TRUNC of _checked_timestamp(t), cast back to the wall clock it truncated (Spark
     truncates in the session's time zone, UTC, and returns a zoned TIMESTAMP), in place: a
-    TIMESTAMP_NTZ, which Spark then
-    computes with as with any value of its own (compares, groups, hands back to PostgreSQL). Its
-    nodes are added to `taken`; returns the ids of the columns rewritten."""
+    TIMESTAMP_NTZ, which Spark then computes with as with any value of its own (compares, groups,
+    hands back to PostgreSQL). Its nodes are added to `taken`; returns the ids of the columns
+    rewritten."""
     done: set[int] = set()
     for column in columns:
         trunc = column.parent
