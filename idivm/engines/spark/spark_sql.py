@@ -546,9 +546,22 @@ _TEXT_VALUED = (exp.Lower, exp.Upper, exp.Substring, exp.Concat, exp.DPipe, exp.
 
 
 def _check_text(tree: exp.Expression, types: dict[int, str], text: TextRules) -> None:
-    """Refuse by name what Spark would compute on text otherwise than PostgreSQL does under the
-    columns' collations (TextRules): ordering where PostgreSQL's order is not the code points', and
-    anything on a view reading a column of a nondeterministic collation."""
+    """Refuse by name what Spark would compute on text otherwise than PostgreSQL does: a character(n)
+    column compared with anything but another of the same n, NULL or a string literal (Spark reads
+    it padded; PostgreSQL ignores the padding); under the columns' collations (TextRules), ordering
+    where PostgreSQL's order is not the code points', and anything on a view reading a column of a
+    nondeterministic collation."""
+    for node in tree.find_all(*COMPARISONS):  # character(n) arrives padded to n, which PostgreSQL ignores
+        sides = [e.unnest() for e in node.iter_expressions()]
+        padded = {types[id(c)] for e in sides for c in ([e] if isinstance(e, exp.Column) else e.find_all(exp.Column)
+                                                         if isinstance(e, exp.Tuple) else [])
+                  if types.get(id(c), "").startswith("character(")}
+        if padded and (len(padded) > 1 or any(isinstance(e, exp.Tuple) for e in sides) or not all(
+                (isinstance(e, exp.Literal) and e.is_string) or isinstance(e, exp.Null)
+                or (isinstance(e, exp.Column) and types.get(id(e)) in padded) for e in sides)):
+            raise UnsupportedQuery(
+                f"the Spark engine reads character(n) padded to n, and PostgreSQL compares "
+                f"{node.sql('postgres')[:80]} without the padding; maintain this view with --engine postgres")
     if not text.deterministic and any(_TEXT_TYPE.match(t) for t in types.values()):
         raise UnsupportedQuery("the Spark engine compares text byte by byte, and the view reads a column of a "
                                "nondeterministic collation; maintain this view with --engine postgres")
