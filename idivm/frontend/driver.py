@@ -63,13 +63,14 @@ def _normalize(tree: exp.Expression) -> exp.Expression:
 
 
 # The whole-statement rewrites, in order, each a function from tree to tree (the shape of sqlglot's
-# optimizer RULES; as there, one that declares a `schema` parameter is given the schema provider); each SELECT is then qualified against the schema provider, its subqueries in FROM
+# optimizer RULES; as there, one that declares a `schema` parameter is given the schema provider);
+# each SELECT is then qualified against the schema provider, its subqueries in FROM
 # merged and its EXISTS / IN subqueries extracted (_compile_select).
 REWRITES = (
     read_series,  # FROM generate_series(1, 5) AS g -> FROM (SELECT n AS g FROM idivm.series ...) AS g (table_functions.py)
     inline_constant_subqueries,  # EXISTS (SELECT 3) -> TRUE, a = (SELECT 3) -> a = (3) (constant_subqueries.py)
     read_one_row,  # SELECT 1 AS a WHERE c -> SELECT 1 AS a FROM idivm.one WHERE c (one_row.py)
-    single_row_subqueries,  # (SELECT c.v FROM c WHERE ..) -> (SELECT idivm.single_row(count(*), max(c.v)) ..) (single_row_subqueries.py)
+    single_row_subqueries,  # (SELECT c.v FROM c ..) -> (SELECT idivm.single_row(count(*), max(c.v)) ..) (single_row_subqueries.py)
     reduce_quantified_comparisons,  # x op ANY / ALL (SELECT ...) in WHERE -> [NOT] EXISTS (quantified_comparisons.py)
     inline_aggregate_filters,  # sum(x) FILTER (WHERE c) -> sum(CASE WHEN c THEN x END) (aggregate_filters.py)
     merge_filtering_subquery,  # a query over one SPJ subquery whose WHERE holds subqueries -> one query (derived_tables.py)

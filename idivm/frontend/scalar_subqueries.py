@@ -139,8 +139,8 @@ def _dropped_without_match(sq: exp.Subquery, where: exp.Expression, value: exp.E
     compared with) and is cheaper to maintain, and it is what an EXISTS / IN subquery may hold."""
     value = value.copy()
     for call in list(value.find_all(exp.Dot)):  # idivm.single_row(count, v) is NULL exactly when v is
-        if single_row_value(call) is not None:
-            call.replace(single_row_value(call))
+        if (v := single_row_value(call)) is not None:
+            call.replace(v)
     if any(not isinstance(n, _STRICT + (exp.Column, exp.Literal, exp.Identifier)) for n in value.walk()):
         return False
     at = sq.parent

@@ -7,8 +7,10 @@ mapping is spark_sql's (_case_mapped).
 """
 from __future__ import annotations
 
+import re
+
 from ...sqltext import run
-from .spark_sql import TextRules, text_rules
+from .spark_sql import CASE_ASCII, CASE_C, TextRules
 
 # Per column: whether its collation is C (or POSIX, or the database's default where that is C under
 # libc), whether it is C or the default, whether it orders by code point, whether it is
@@ -37,3 +39,15 @@ def text_rules_of(conn, columns: list[tuple[str, str, str]]) -> TextRules:
     row = run(conn, COLLATIONS, {"s": [c[0] for c in columns], "n": [c[1] for c in columns],
                                  "c": [c[2] for c in columns]}).fetchone()
     return text_rules(*row)
+
+
+def text_rules(all_c: bool | None, default_or_c: bool | None, ctype: str | None, code_point_order: bool | None,
+               deterministic: bool | None) -> TextRules:
+    """TextRules for text columns whose collations are all C (`all_c`), all the database's default
+    or C (`default_or_c`; then `ctype`, the database's locale, decides lower/upper), all ordered
+    by code point (`code_point_order`) and all deterministic; None: no text column read."""
+    if all_c is None:
+        return TextRules(CASE_C, True, True)
+    case = CASE_C if all_c else CASE_ASCII if default_or_c and ctype is not None and not re.match(
+        r"^(tr|az)([_-]|$)", ctype, re.IGNORECASE) else None
+    return TextRules(case, bool(code_point_order), bool(deterministic))

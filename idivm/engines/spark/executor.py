@@ -26,8 +26,8 @@ import functools
 import itertools
 import os
 import time
-from typing import NamedTuple
 from collections import Counter
+from typing import NamedTuple
 
 from sqlalchemy.engine import Connection
 
@@ -43,6 +43,7 @@ from ...sqltext import qualified, run
 from ..postgres.executor import MaintenanceReport
 from ..postgres.render import delta_names, sql as pg_sql
 from ..postgres.server_maintenance import view_delta
+from .collations import text_rules_of
 from .local_inputs import read_local, select_columns
 from .needs import needed_columns, occurrences
 from .pushdown import Pushdown
@@ -50,7 +51,6 @@ from .progress import new_group, tracking
 from .reads import carried, columns_to_read, export, read, read_table, select_read, spark_read_type
 from .session import run_session
 from .settings import SparkSettings
-from .collations import text_rules_of
 from .spark_sql import TextRules, spark_sql, view_name
 from .staging import copy_result, merged_sql
 
@@ -137,7 +137,6 @@ def spark_stage(settings: SparkSettings):
     return stage
 
 
-
 def input_types(conn: Connection, tables, every: list[Offload]) -> InputTypes:
     """The column types of what a view's offloads read, as spark_texts takes them: its inputs
     (`tables`: catalog.view_inputs with reflect) and the maps and caches the offloads read."""
@@ -154,9 +153,6 @@ def input_types(conn: Connection, tables, every: list[Offload]) -> InputTypes:
         for (schema, name), cols in itertools.groupby(rows, key=lambda r: (r[0], r[1])):
             out.append((None, schema, name, tuple((r[2], r[3]) for r in cols)))
     return InputTypes(tuple(out), text)
-
-
-
 
 
 def spark_input_types(conn: Connection, view_id: int, program) -> InputTypes:

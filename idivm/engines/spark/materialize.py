@@ -29,8 +29,8 @@ from .progress import ProgressCallback, new_group, tracking
 from .reads import export, read_table
 from .session import run_session
 from .settings import SparkSettings
-from .spark_sql import spark_sql, view_name
 from .collations import text_rules_of
+from .spark_sql import spark_sql, view_name
 from .staging import copy_result
 
 
@@ -59,13 +59,13 @@ class SparkFill:
         if not rels or any(r.kind != R.BASE for r in rels) or not _committed(conn, rels):
             create_as(conn, table, query)  # reads what this transaction just created
             return
-        infos = {rel: reflect_table(conn, rel.schema, rel.name) for rel in needed_columns([query])}
+        needed = needed_columns([query])
+        infos = {rel: reflect_table(conn, rel.schema, rel.name) for rel in needed}
 
         def column_type(rel: R.Relation, column: str) -> str | None:
             info = infos.get(rel)
             return info.type_of(column) if info is not None and column in info.column_names else None
 
-        needed = needed_columns([query])
         read = [(info.schema, info.name, c) for rel, info in infos.items() for c in (needed[rel] or info.column_names)]
         text = spark_sql(query, column_type, text_rules_of(conn, read))  # refuses by name what Spark would not compute exactly
         started = time.perf_counter()
@@ -73,7 +73,7 @@ class SparkFill:
         cur = conn.connection.driver_connection.cursor()
         snapshot = export(cur)
         spark = run_session(self.settings)  # its own temp views (session.py)
-        for rel, names in needed_columns([query]).items():
+        for rel, names in needed.items():
             read_table(spark, self.settings, cur, snapshot, view_name(rel), infos[rel], names)
         with tracking(spark, new_group("fill"), self.progress) as tracker:
             rows = copy_result(cur, [table], spark.sql(text), tracker=tracker)[0]

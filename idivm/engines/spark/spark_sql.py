@@ -507,7 +507,7 @@ def _date_fields(tree: exp.Expression, types: dict[int, str]) -> set[int]:
     return written
 
 
-# How Spark may compute lower() and upper() of a text column, by the columns' collations (executor.py
+# How Spark may compute lower() and upper() of a text column, by the columns' collations (collations.py
 # reads them): PostgreSQL maps only A-Z under the C collation, and each character by the locale under
 # any other, which maps A-Z to a-z as C does except Turkish and Azeri (I to dotless ı). Spark's own
 # LOWER maps by Java's full Unicode rules, so it computes TRANSLATE over A-Z instead: exact for every
@@ -529,19 +529,8 @@ class TextRules(NamedTuple):
     deterministic: bool = True
 
 
-def text_rules(all_c: bool | None, default_or_c: bool | None, ctype: str | None, code_point_order: bool | None,
-               deterministic: bool | None) -> TextRules:
-    """TextRules for text columns whose collations are all C (`all_c`), all the database's default
-    or C (`default_or_c`; then `ctype`, the database's locale, decides lower/upper), all ordered
-    by code point (`code_point_order`) and all deterministic; None: no text column read."""
-    if all_c is None:
-        return TextRules(CASE_C, True, True)
-    case = CASE_C if all_c else CASE_ASCII if default_or_c and ctype is not None and not re.match(
-        r"^(tr|az)([_-]|$)", ctype, re.IGNORECASE) else None
-    return TextRules(case, bool(code_point_order), bool(deterministic))
-
-
-_TEXT_TYPE = re.compile(r"^(text|character varying(\(\d+\))?|character(\(\d+\))?)$")
+_VARYING_TEXT = r"text|character varying(\(\d+\))?"  # what lower() and upper() take here
+_TEXT_TYPE = re.compile(rf"^({_VARYING_TEXT}|character(\(\d+\))?)$")
 _TEXT_VALUED = (exp.Lower, exp.Upper, exp.Substring, exp.Concat, exp.DPipe, exp.Trim)
 
 
@@ -592,7 +581,7 @@ def _case_mapped(tree: exp.Expression, types: dict[int, str], as_text: set[int],
     def rewritten(node):
         if not (isinstance(node, (exp.Lower, exp.Upper)) and isinstance(node.this, exp.Column)
                 and id(node.this) not in as_text
-                and re.match(r"^(text|character varying(\(\d+\))?)$", types.get(id(node.this), ""))):
+                and re.match(rf"^({_VARYING_TEXT})$", types.get(id(node.this), ""))):
             return node
         column = node.this
         pair = (_UPPER, _LOWER) if isinstance(node, exp.Lower) else (_LOWER, _UPPER)
