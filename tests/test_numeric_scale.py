@@ -115,3 +115,40 @@ def test_scale_weights_count_each_scale_and_read_back_the_greatest(db):
                            ((20,), (3,))]:
         terms = " + ".join(f"{n}::numeric * power(10::numeric, 20 * {s})" for s, n in zip(scales, counts))
         assert db.execute(f"SELECT {greatest} FROM (SELECT {terms} AS w) AS q").fetchone()[0] == max(scales)
+
+
+def _numeric_texts(rng: random.Random, n: int) -> list[str]:
+    """Numerics of every magnitude and scale, as text: integers, fractions up to 30 decimals,
+    exponents from 1E-40 to 1E40, values near the base-10000 digits' edges (9999, 10000, 0.0001)."""
+    def one() -> str:
+        kind = rng.randrange(5)
+        if kind == 0:
+            return str(rng.randint(-10**6, 10**6))
+        if kind == 1:
+            scale, v = rng.randint(0, 30), rng.randint(-10**rng.randint(1, 30), 10**rng.randint(1, 30))
+            digits = str(abs(v)).rjust(scale + 1, "0")
+            return ("-" if v < 0 else "") + (f"{digits[:-scale]}.{digits[-scale:]}" if scale else digits)
+        if kind == 2:
+            return rng.choice(["0", "0.000", "1", "-1", "9999", "10000", "0.0001", "0.9999", "1.50", "-0.5", "7"])
+        if kind == 3:
+            return f"{rng.randint(1, 9999)}e{rng.randint(-40, 40)}"
+        return f"0.{'0' * rng.randint(0, 30)}{rng.randint(1, 99999)}"
+    return [one() for _ in range(n)]
+
+
+def test_numeric_division_on_spark_is_postgres_own(db):
+    """engines/spark/numeric_division.py's quotient, for 5,000 random pairs of numerics of every
+    magnitude and scale, is PostgreSQL's text of a / b: its result scale and its rounding (half away
+    from zero). A zero divisor raises PostgreSQL's message; NULL gives NULL."""
+    from idivm.engines.spark.numeric_division import divide
+
+    rng = random.Random(17)
+    a, b = _numeric_texts(rng, 5000), _numeric_texts(rng, 5000)
+    pairs = [(x, y) for x, y in zip(a, b) if Decimal(y) != 0]
+    rows = db.execute("SELECT a, b, (a::numeric / b::numeric)::text FROM unnest(%s::text[], %s::text[]) AS t(a, b)",
+                      ([x for x, _ in pairs], [y for _, y in pairs])).fetchall()
+    wrong = [(x, y, want, divide(x, y)) for x, y, want in rows if divide(x, y) != want]
+    assert len(rows) > 4000 and not wrong, wrong[:5]
+    with pytest.raises(ZeroDivisionError, match="division by zero"):
+        divide("1.5", "0.00")
+    assert divide(None, "2") is None and divide("2", None) is None

@@ -300,22 +300,22 @@ def test_arrow_copies_every_value_as_the_row_by_row_copy_does(engine, db):
 def test_what_spark_cannot_compute_exactly_is_refused_and_nothing_is_lost(engine, shop):
     """A value Spark cannot compare exactly (an unconstrained numeric with more decimals than its
     decimal(38,18) holds) fails the maintenance with one line naming the column and the value; an
-    expression Spark computes differently (numeric `/`) is refused by name. Nothing is applied and
+    expression Spark computes differently (a numeric `/` compared) is refused by name. Nothing is applied and
     the PostgreSQL engine then consumes the same changes."""
     shop.execute("CREATE TABLE loose (k int PRIMARY KEY, x numeric)")
     shop.execute("INSERT INTO loose VALUES (1, 1.5)")
     engine.register_view("halves", "SELECT k, x FROM loose JOIN parts ON parts.pid = loose.k WHERE x > 1")
-    engine.register_view("ratios", "SELECT pid, price / 3 AS third FROM parts")
+    engine.register_view("ratios", "SELECT pid, price FROM parts WHERE price / 3 > 1")
     shop.execute("INSERT INTO loose VALUES (2, 2.1234567890123456789012)")
     shop.execute("INSERT INTO parts VALUES (31, 1)")  # ratios reads price, so this is a change it must compute
-    for view, construct in (("halves", "column x holds 2.1234567890123456789012"), ("ratios", '"d"."post__price" / 3')):
+    for view, construct in (("halves", "column x holds 2.1234567890123456789012"), ("ratios", '"d"."post__price" / 3 exactly')):
         with pytest.raises(IdivmError, match=construct) as failure:
             engine.maintain(view, engine="spark")
         assert "--engine postgres" in str(failure.value) and "\n" not in str(failure.value)
     engine.maintain("halves", "ratios")  # the PostgreSQL engine consumes the same changes
     assert_equal_multiset(shop, "halves", "SELECT k, x FROM loose JOIN parts ON parts.pid = loose.k WHERE x > 1",
                           ["k", "x"])
-    assert_equal_multiset(shop, "ratios", "SELECT pid, price / 3 AS third FROM parts", ["pid", "third"])
+    assert_equal_multiset(shop, "ratios", "SELECT pid, price FROM parts WHERE price / 3 > 1", ["pid", "price"])
 
 
 def test_values_of_other_types_travel_as_their_text(engine, shop):
@@ -405,6 +405,39 @@ def test_integer_division_computes_on_spark_as_in_postgres(engine, shop):
 
     sql = "SELECT k, a / c AS q1, b / c AS q2, (a / 2) / c AS q3, -a / 3 AS q4, c / c AS q5 FROM nums WHERE a / 2 <> 1"
     _rounds_on_spark(engine, shop, rng, "nums", row, "quotients", sql, ["k", "q1", "q2", "q3", "q4", "q5"])
+
+
+def test_numeric_division_computes_on_spark_as_in_postgres(engine, shop):
+    """numeric / numeric has a scale that depends on the two values (at least 16 significant digits,
+    at least either operand's scale) in PostgreSQL, and is rounded half away from zero: as an output
+    it is computed on Spark exactly so, from numeric(p,s) columns, unconstrained numerics (each value
+    with its own scale, `1.50` beside `1.5`), integers, literals and products, on random values with
+    negatives, zero numerators, NULLs and quotients of more than 38 digits (1E-18 / 2147483647 has 48
+    decimals), in maintenance and in a fill. A UNION ALL branch's bare NULLs are typed by the view's
+    columns. A zero divisor fails the maintenance in one line, as it fails the query."""
+    shop.execute("CREATE TABLE fracs (k int PRIMARY KEY, a numeric(10,2), b numeric(6,3), x numeric, i int)")
+    rng = random.Random(13)
+    loose = [None, Decimal("1.5"), Decimal("1.50"), Decimal("-7"), Decimal("0.000000000000000001"),
+             Decimal("123456789012345678901234567890.12345"), Decimal("9999"), Decimal("10000"), Decimal("-0.30")]
+
+    def row(k):
+        return (k, rng.choice([None, Decimal("0.00"), Decimal("1.00"), Decimal("-12.34"), Decimal("99999999.99"),
+                               Decimal("0.01"), Decimal("3.33")]),
+                rng.choice([None, Decimal("3.000"), Decimal("-0.001"), Decimal("999.999"), Decimal("7.250")]),
+                rng.choice(loose), rng.choice([None, 1, -3, 7, 10000, 2**31 - 1]))
+
+    sql = ("SELECT k, a / b AS q1, x / i AS q2, a / 3 AS q3, (a * b) / i AS q4, i / 2.5 AS q5, x / b AS q6, "
+           "(a + 1.005) / -7 AS q7 FROM fracs WHERE k % 3 <> 1 UNION ALL SELECT k, b / a, i / x, NULL, NULL, NULL, "
+           "NULL, NULL FROM fracs WHERE k % 3 = 1 AND a <> 0")
+    _rounds_on_spark(engine, shop, rng, "fracs", row, "quotients", sql, ["k", "q1", "q2", "q3", "q4", "q5", "q6", "q7"])
+    filled = "SELECT k, a / b AS q, x / i AS r FROM fracs"
+    engine.register_view("filled", filled, engine="spark")  # the fill computed on Spark
+    assert_equal_multiset(shop, "filled", filled, ["k", "q", "r"])
+    engine.register_view("by_zero", "SELECT k, a / i AS q FROM fracs")
+    shop.execute("INSERT INTO fracs VALUES (99, 1.00, 1.000, 1, 0)")
+    with pytest.raises(IdivmError, match="division by zero") as failure:
+        engine.maintain("by_zero", engine="spark")
+    assert "\n" not in str(failure.value)
 
 
 def test_substring_and_date_fields_compute_on_spark_as_in_postgres(engine, shop):
@@ -866,7 +899,7 @@ def test_a_cancelled_spark_job_rolls_back_and_the_next_run_is_exact(engine, shop
         from pyspark.sql import functions as F, types as T
 
         df = real_read(spark, settings, query, snapshot, name, partitions)
-        slow = F.udf(lambda _: time.sleep(0.2) or True, T.BooleanType())  # long enough to be killed
+        slow = F.udf(lambda _: time.sleep(0.2) or True, T.BooleanType(), useArrow=False)  # long enough to be killed
         df.where(slow(F.lit(1))).select(*spark.table(name).columns).createOrReplaceTempView(name)
         return df
 
@@ -977,7 +1010,7 @@ def test_retried_tasks_stage_each_row_once(engine, shop, monkeypatch, tmp_path):
                 raise RuntimeError("injected task failure")
             return True
 
-        ok = F.udf(first_attempt_fails, T.BooleanType())
+        ok = F.udf(first_attempt_fails, T.BooleanType(), useArrow=False)
         df.where(ok(F.lit(1))).select(*spark.table(name).columns).createOrReplaceTempView(name)
         return df
 

@@ -39,10 +39,12 @@ from ...program import relations as R
 from ...program.kinds_needed import BIT, yields_nothing
 from ...program.offload import Offload, offloads as offload_steps, staged_name
 from ...program.serialize import from_json
-from ...sqltext import qualified, run
+from ...program.steps import InsertRows
+from ...sqltext import ident, qualified, run
 from ..postgres.executor import MaintenanceReport
 from ..postgres.render import delta_names, sql as pg_sql
 from ..postgres.server_maintenance import view_delta
+from . import numeric_division
 from .collations import text_rules_of
 from .local_inputs import read_local, select_columns
 from .needs import needed_columns, occurrences
@@ -270,6 +272,19 @@ def _instance(view_id: int, captured_id: int) -> str:
     return qualified("pg_temp", view_delta(view_id, captured_id))
 
 
+def _staged_columns(o: Offload) -> str:
+    """The query whose columns type a staged table: for rows inserted into a maintained table, that
+    table's columns the insert writes, which PostgreSQL reads Spark's text of each value into as the
+    insert would convert it; for other steps, the offloaded query itself. The query alone would
+    type a bare NULL of a UNION branch (`SELECT k, NULL FROM ...`, which the view's UNION types by
+    its other branches) as text, and a numeric quotient (numeric_division.py) comes as text."""
+    step = o.step
+    rel = R.relation_of(step.target) if isinstance(step, InsertRows) else None
+    if rel is None or rel.kind != R.VIEW:
+        return pg_sql(o.query)
+    return f"SELECT {', '.join(ident(c) for c in step.columns)} FROM {qualified(rel.schema, rel.name)}"
+
+
 def _compute(conn: Connection, view_id: int, work: list[Offload], texts: dict[int, str], index: dict[int, int],
              inputs: list, settings: SparkSettings) -> tuple[list[int], dict]:
     """Each offloaded query's rows computed on Spark (`texts`: its Spark SQL, by id of the offload)
@@ -324,11 +339,13 @@ def _compute(conn: Connection, view_id: int, work: list[Offload], texts: dict[in
             staged = [qualified("pg_temp", staged_name(index[id(o)])) for o in work]
             with delta_names(lambda cid: view_delta(view_id, cid)):
                 for name, o in zip(staged, work):
-                    run(conn, f"CREATE TEMP TABLE {name} ON COMMIT DROP AS {pg_sql(o.query)} WITH NO DATA")
+                    run(conn, f"CREATE TEMP TABLE {name} ON COMMIT DROP AS {_staged_columns(o)} WITH NO DATA")
             widths = [len(o.query.selects) for o in work]
             if not jdbc:
                 without_adaptive_execution(spark, settings)
-            plan = spark.sql(merged_sql([texts[id(o)] for o in work], widths))  # Spark runs them side by side
+            merged = merged_sql([texts[id(o)] for o in work], widths)
+            numeric_division.register_if_used(spark, merged)
+            plan = spark.sql(merged)  # Spark runs them side by side
             copy_result(cur, staged, plan, widths, small=not jdbc, tracker=tracker)
     finally:
         for name in kept:

@@ -27,6 +27,7 @@ from ..postgres.render import sql as pg_sql
 from .needs import needed_columns
 from .progress import ProgressCallback, new_group, tracking
 from .reads import export, read_table
+from . import numeric_division
 from .session import run_session
 from .settings import SparkSettings
 from .collations import text_rules_of
@@ -76,5 +77,6 @@ class SparkFill:
         for rel, names in needed.items():
             read_table(spark, self.settings, cur, snapshot, view_name(rel), infos[rel], names)
         with tracking(spark, new_group("fill"), self.progress) as tracker:
+            numeric_division.register_if_used(spark, text)
             rows = copy_result(cur, [table], spark.sql(text), tracker=tracker)[0]
         self.computed.append((table, rows, time.perf_counter() - started))

@@ -1,11 +1,13 @@
 """Program trees as Spark SQL, through sqlglot's Spark dialect, with a checked list of what is
 allowed: constructs whose meaning is the same in Spark and in PostgreSQL (FAITHFUL). Anything
 else is refused by name before Spark runs, never converted into something that computes a
-different value: `/` of numerics or floats (Spark's decimal division has its own result scale);
+different value: `/` of floats, and of numerics other than as an output (Spark's decimal division
+has its own result scale; PostgreSQL's depends on the values, numeric_division.py);
 CAST(x AS numeric) has no precision in PostgreSQL and DECIMAL(10,0) in Spark; array_agg(x ORDER
 BY ...) loses its ORDER BY; casts to text print numbers with fractions and dates differently.
 What the column types settle is rewritten or taken (they come from the inputs, spark_sql's
-`column_type`): integer `/` as Spark's DIV cast back to the operands' type, casts to text of
+`column_type`): integer `/` as Spark's DIV cast back to the operands' type, numeric `/` as an
+output through numeric_division.py, casts to text of
 integers, text and booleans, `||` of texts."""
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from ...errors import UnsupportedQuery
 from ...program import relations as R
+from . import numeric_division
 from .reads import carried
 
 FAITHFUL = (
@@ -294,6 +297,8 @@ def _carried_values(tree: exp.Expression, types: dict[int, str], as_text: set[in
             continue
         if isinstance(parent, (exp.Is, exp.Count)) and column is parent.this:
             continue
+        if isinstance(parent, exp.Anonymous) and parent.name == numeric_division.FUNCTION:  # _numeric_divisions
+            continue
         if isinstance(parent, exp.Cast) and parent.to.this == exp.DataType.Type.TEXT:
             taken.add(id(parent))
             continue
@@ -418,6 +423,70 @@ def _integer_divisions(tree: exp.Expression, types: dict[int, str]) -> set[int]:
 
     _replace_children_first(tree, rewritten)  # a division inside a division: the inner one first
     return written
+
+
+DECIMALS = re.compile(r"^numeric\(\d+,\d+\)$")  # every value's display scale is the declared one
+
+
+def _numeric_divisions(tree: exp.Expression, types: dict[int, str], as_text: set[int]) -> set[int]:
+    """numeric `/` as PostgreSQL computes it, in place, where the quotient is an output of the query
+    (numeric_division.py: its scale depends on the values, so Spark holds it as its text, which
+    can only leave Spark): `idivm_numeric_div(a, b)` of the operands' texts. An operand must carry
+    PostgreSQL's display scale in its text: a numeric literal, an integer expression, a
+    `numeric(p,s)` column (Spark's decimal(p,s) prints s decimals) and `+`, `-`, `*` of those
+    (Spark's decimal scale of each is PostgreSQL's, precision loss being off), or an unconstrained
+    numeric read as its text. Returns the ids of the nodes written (the function, its casts)."""
+    written: set[int] = set()
+
+    def decimal(e: exp.Expression) -> bool:
+        """Spark holds e as a decimal or integer whose text is PostgreSQL's."""
+        if isinstance(e, (exp.Paren, exp.Neg)):
+            return decimal(e.this)
+        if isinstance(e, exp.Literal):
+            return not e.is_string
+        if isinstance(e, exp.Column):
+            return id(e) not in as_text and (types.get(id(e)) in INTEGERS or bool(DECIMALS.match(types.get(id(e), ""))))
+        if isinstance(e, (exp.Add, exp.Sub, exp.Mul)):
+            return decimal(e.this) and decimal(e.expression)
+        return _integer_type(e, types) is not None
+
+    def operand(e: exp.Expression) -> exp.Expression | None:
+        if isinstance(e, exp.Column) and id(e) in as_text and types.get(id(e)) == "numeric":
+            return e
+        if not decimal(e):
+            return None
+        cast = exp.cast(e, exp.DataType.build("text"), copy=False)
+        written.add(id(cast))
+        return cast
+
+    def rewritten(value):
+        if not isinstance(value, exp.Div) or _integer_type(value, types) is not None or not _leaves_spark(value):
+            return value
+        a, b = operand(value.this), operand(value.expression)
+        if a is None or b is None:
+            return value
+        call = exp.Anonymous(this=numeric_division.FUNCTION, expressions=[a, b])
+        written.add(id(call))
+        return call
+
+    _replace_children_first(tree, rewritten)
+    return written
+
+
+def _leaves_spark(node: exp.Expression) -> bool:
+    """Whether `node` is an output of the query itself (or of a branch of it, a UNION ALL's), as it
+    is: its value leaves Spark into PostgreSQL, and nothing in Spark reads it."""
+    while isinstance(node.parent, exp.Paren):
+        node = node.parent
+    if isinstance(node.parent, exp.Alias):
+        node = node.parent
+    select = node.parent
+    if not (isinstance(select, exp.Select) and any(e is node for e in select.expressions)) or _deduplicates(select):
+        return False
+    up: exp.Expression = select
+    while isinstance(up.parent, exp.SetOperation):
+        up = up.parent
+    return up.parent is None
 
 
 def _replace_children_first(tree: exp.Expression, replace) -> None:
@@ -690,9 +759,10 @@ def spark_sql(tree: exp.Expression, column_type: ColumnType | None = None, text:
     bound = _untyped_nulls(R.bind_relations(tree, bind))
     types, as_text = _column_types(bound, relations, column_type)
     _check_text(bound, types, text)
+    divided = _numeric_divisions(bound, types, as_text)
     carried_taken = _carried_values(bound, types, as_text, relations, column_type)
     alike = _printed_alike(bound, types)
-    taken = (carried_taken | alike | _text_concatenations(bound, types, alike) | _substrings(bound, types)
+    taken = (carried_taken | divided | alike | _text_concatenations(bound, types, alike) | _substrings(bound, types)
              | _date_fields(bound, types) | _integer_divisions(bound, types) | _case_mapped(bound, types, as_text, text.case))
     _check(bound, taken)
     return _rename_aliases(bound).sql("spark")
