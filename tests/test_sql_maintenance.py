@@ -336,3 +336,37 @@ def test_large_and_small_rounds_alternate(engine, db):
         for name in names:
             _maintain_in_sql(db, name)
         _check(db, names)
+
+
+def test_the_cost_of_recomputing_is_measured_before_it_decides(engine, db):
+    """Until a recomputation measured itself, recomputing costs the registration's fill, which for a
+    grouped view includes the cache a recomputation skips: a batch estimated above half of it is
+    recomputed, to measure it (docs/maintenance.md, "Recomputing instead"); from then on the measured
+    figure decides, and the Δ-script runs below it; while a recomputation has left the cache stale,
+    once what recomputing again cost beyond the Δ-script repays rebuilding the cache. The costs are set in the catalog, so that the
+    decisions do not depend on this machine's speed; the view stays exact throughout."""
+    db.execute(SCHEMA)
+    sql, cols = VIEWS["cost"]
+    engine.register_view("cost", sql)
+    engine.set_policy("cost", recompute="auto")
+
+    def batch(recompute_ms: float, measured: bool, rebuild_ms: float = 1.2) -> str | None:
+        db.execute("UPDATE idivm.views SET recompute_ms = %s, recompute_measured = %s, rebuild_ms = %s, "
+                   "change_ms = 0.025 WHERE view_name = 'cost'", (recompute_ms, measured, rebuild_ms))
+        db.execute("UPDATE parts SET price = price + 1 WHERE pid <= 40")  # 40 logged changes: 1 ms at 25 µs each
+        report = engine.maintain("cost")
+        assert_equal_multiset(db, "cost", sql, cols)
+        return report.recomputed
+
+    assert "recomputed to measure what that costs" in batch(1.5, False)  # 1 ms > half of 1.5 ms
+    assert db.execute("SELECT recompute_measured FROM idivm.views WHERE view_name = 'cost'").fetchone()[0]
+    # its cache is stale: the Δ-script (1 ms) takes over, rebuilding the cache (1.2 ms), once recomputing
+    # again (1.5 ms) has cost that much more than the Δ-script would have: after two batches
+    assert "recomputed again without its cache" in batch(1.5, True)
+    assert "recomputed again without its cache" in batch(1.5, True)
+    assert "recomputed with its cache" in batch(1.5, True)
+    assert batch(1.5, True) is None  # 1 ms < 1.5 ms measured, the cache fresh: the Δ-script
+    assert "recomputed (the i-diffs" in batch(0.5, True)
+    db.execute("UPDATE idivm.views SET recompute_measured = false, recompute_ms = 1e4, caches_stale = false "
+               "WHERE view_name = 'cost'")
+    assert "to measure what recomputing costs" in engine.explain("cost")

@@ -71,9 +71,10 @@ def set_program(conn: Connection, view_id: int, program_json: str) -> None:
 
 
 def set_recompute_ms(conn: Connection, view_id: int, ms: float) -> None:
-    """The view's cost of recomputing, as its registration's fill measured it (maintenances that
-    recompute measure it again)."""
-    conn.execute(sa.text("UPDATE idivm.views SET recompute_ms = :ms WHERE id = :v"), {"ms": ms, "v": view_id})
+    """The view's cost of recomputing, with its cache and without, as its registration's fill measured
+    it (maintenances that recompute measure each again)."""
+    conn.execute(sa.text("UPDATE idivm.views SET recompute_ms = :ms, rebuild_ms = :ms WHERE id = :v"),
+                 {"ms": ms, "v": view_id})
 
 
 def program_of(conn: Connection, view_id: int) -> str | None:

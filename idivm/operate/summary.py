@@ -18,7 +18,7 @@ from sqlglot import exp
 from ..algebra.plan import Aggregate, all_parts
 from ..catalog import repository as catalog
 from ..compiler import Compilation
-from ..engines.postgres.server_maintenance import MEASURING_BATCH, PRIOR_CHANGE_MS
+from ..engines.postgres.server_maintenance import MEASURING_BATCH, PRIOR_CHANGE_MS, PROBE_SHARE
 from ..errors import IdivmError
 from ..frontend.driver import compile_view_sql
 from ..introspect.provider import PostgresSchema
@@ -103,8 +103,10 @@ def _mode(row: sa.Row) -> str:
 def _recompute(row: sa.Row) -> str:
     """When a maintenance recomputes the view instead of running its Δ-script, and the costs that decide it."""
     if row.caches_stale:
-        return ("its cache was left stale by the last recomputation: the next maintenance that would run the Δ-script "
-                "recomputes with the cache instead; then as its policy says")
+        rebuild = f" ({row.rebuild_ms:.1f} ms)" if row.rebuild_ms is not None else ""
+        return ("its cache was left stale by the last recomputation: batches are recomputed again without it until "
+                "what that cost beyond the Δ-script's estimates repays rebuilding the cache" + rebuild + "; then one is "
+                "recomputed with the cache, and the Δ-script takes over")
     policy = row.policy_recompute or "auto"
     if policy != "auto":
         return f"{policy} (its policy: `idivm set-policy --recompute`)"
@@ -113,6 +115,11 @@ def _recompute(row: sa.Row) -> str:
     if row.recompute_ms is None:
         return f"auto: never yet, recomputing has not been measured; the Δ-script costs {per_change}"
     per = row.change_ms if row.change_ms is not None else PRIOR_CHANGE_MS
+    if not row.recompute_measured:  # server_maintenance.PROBE_SHARE
+        return (f"auto: when more than {int(row.recompute_ms * PROBE_SHARE / per):,} logged changes wait, to measure "
+                f"what recomputing costs (its i-diffs and Δ-script cost {per_change}; its registration's fill took "
+                f"{row.recompute_ms:.1f} ms, which for a grouped view includes the cache a recomputation skips); then "
+                "when the Δ-script is estimated to cost more than the recomputation measured")
     return (f"auto: when more than {int(row.recompute_ms / per):,} logged changes wait (its i-diffs and Δ-script cost "
             f"{per_change}; recomputing {row.recompute_ms:.1f} ms, as measured)")
 

@@ -80,6 +80,14 @@ def upgrade() -> None:
                           "(when that is estimated cheaper), never or always; NULL: auto"),
         sa.Column("recompute_ms", sa.Float,
                   comment="the measured cost of recomputing the view: its registration's fill, then its last recompute"),
+        sa.Column("rebuild_ms", sa.Float,
+                  comment="the cost of a recomputation that also rebuilds a stale cache: the registration's fill, "
+                          "then the last such recomputation"),
+        sa.Column("stale_regret_ms", sa.Float, nullable=False, server_default="0",
+                  comment="while the cache is stale: what recomputing again cost beyond the Δ-script's estimates"),
+        sa.Column("recompute_measured", sa.Boolean, nullable=False, server_default=sa.false(),
+                  comment="recompute_ms is a recomputation's own (false: the registration's fill, which for a grouped "
+                          "view includes a cache that recomputing skips)"),
         sa.Column("change_ms", sa.Float,
                   comment="the cost of the i-diffs and Δ-script per logged change, measured by the last batch large enough"),
         sa.Column("caches_stale", sa.Boolean, nullable=False, server_default=sa.false(),

@@ -35,7 +35,7 @@ from ...names import counted, display_name
 from ...sqltext import run
 from .maintenance_lock import LOCK_CLASS
 from .server_maintenance import (ATTEMPTS, RECOMPUTED_BY_ESTIMATE, RECOMPUTED_BY_POLICY, RECOMPUTED_STALE_CACHES,
-                                 RESULT, input_arrays, input_changes)
+                                 RECOMPUTED_AGAIN, RECOMPUTED_TO_MEASURE, RESULT, input_arrays, input_changes)
 
 __all__ = ["LOCK_CLASS", "MaintenanceReport", "Stage", "maintain_view", "run_maintenance"]
 
@@ -189,6 +189,15 @@ def _read_outcome(report: MaintenanceReport, outcome: str, message: str, result,
         report.recomputed = (f"more than {report.changes - 1} logged changes, recomputed (the i-diffs and Δ-script "
                              f"were estimated at more than {figures['script_estimate']:.1f} ms, recomputing at "
                              f"{figures['recompute_estimate']:.1f} ms)")
+    elif figures["recomputed"] == RECOMPUTED_AGAIN:
+        report.recomputed = (f"{counted(report.changes, 'logged change')}, recomputed again without its cache (the "
+                             f"Δ-script, estimated at {figures['script_estimate']:.1f} ms against recomputing's "
+                             f"{figures['recompute_estimate']:.1f} ms, takes over once what recomputing cost beyond "
+                             "it repays rebuilding the cache)")
+    elif figures["recomputed"] == RECOMPUTED_TO_MEASURE:
+        report.recomputed = (f"more than {report.changes - 1} logged changes, recomputed to measure what that costs "
+                             f"(the i-diffs and Δ-script were estimated at more than {figures['script_estimate']:.1f} "
+                             f"ms, over half the registration's fill, {figures['recompute_estimate']:.1f} ms)")
     for s_, t_, n in zip(schemas, names, result[len(RESULT):]):  # the function's inputs, in captured id order
         report.per_table[display_name(s_, t_)] = int(n)
 
