@@ -38,7 +38,7 @@ import psycopg
 import sqlalchemy as sa
 
 from .. import api
-from ..capture.fold import fold_select, log_images, record_columns
+from ..capture.fold import fold_log, record_columns
 from ..catalog import repository as catalog
 from ..engines.postgres.render import delta_names, render
 from ..engines.postgres.server_maintenance import input_arrays, input_changes, view_delta
@@ -170,7 +170,7 @@ def _decode_timed(engine: "api.Engine", view_id: int, rows: dict[str, int], repe
             defs = record_columns(info, info.column_names)  # decoded as the fold decodes them
             queries = {
                 "window read": f"SELECT count(*) FROM {t.log_table} AS l WHERE {window}",
-                "fold": f"SELECT count(*) FROM ({fold_select(info, log_images(t.log_table, window), list(info.column_names))}) AS f",
+                "fold": f"SELECT count(*) FROM ({fold_log(info, t.log_table, window, list(info.column_names))}) AS f",
                 "floor": f"SELECT count(*) FROM {t.log_table} AS l "
                          f"LEFT JOIN LATERAL jsonb_to_record(l.old_row) AS pre({defs}) ON true "
                          f"LEFT JOIN LATERAL jsonb_to_record(l.new_row) AS post({defs}) ON true WHERE {window}"}

@@ -8,7 +8,12 @@ transactions that committed between two snapshots (see engines/postgres/server_m
 
 - INSERT logs (NULL, new); DELETE logs (old, NULL).
 - UPDATE logs (old, new) pairs, one per updated tuple, leaving out pairs
-  whose images are equal (compared as jsonb text, so 1.0 -> 1.00 is a change).
+  whose images are equal on every column a view over the table reads
+  (compared as the text of each value, so 1.0 -> 1.00 is a change; an
+  update of other columns alone, such as TPC-C's delivery dates that no
+  view reads, logs nothing). The columns are named as jsonb keys, not SQL
+  columns, so that a column dropped or renamed before the views over it are
+  refreshed never fails a write.
   The pairing is by position in the transition tables, not by key: PostgreSQL
   merges the rows that foreign-key cascades change into the transition tables
   of the statement that fired them, so one key can appear several times on
@@ -68,7 +73,8 @@ def _op(symbol: str) -> str:
     return f"OPERATOR(pg_catalog.{symbol})"
 
 
-def _function_body(info: TableInfo, captured_id: int, log: str, sequence: str, threshold: int) -> str:
+def _function_body(info: TableInfo, captured_id: int, log: str, sequence: str, threshold: int,
+                   compared: list[str]) -> str:
     """The capture function's PL/pgSQL. It runs as its owner (SECURITY DEFINER) with the writer's
     search_path, so every function, operator and type it names is qualified by pg_catalog: an
     object of the writer's schemas, even one listed before pg_catalog, cannot stand in for it.
@@ -76,10 +82,17 @@ def _function_body(info: TableInfo, captured_id: int, log: str, sequence: str, t
     save and restore the setting: 4-5% of single-row UPDATE throughput, docs/benchmarks.md.)
     An UPDATE pairs old and new images by position (a FULL JOIN of the two numbered scans, which
     a bulk UPDATE of any size can spill; two arrays paired by ROWS FROM were a little faster, but
-    an array holds at most 1 GB)."""
+    an array holds at most 1 GB), and keeps the pairs that differ on a `compared` column (the columns
+    the views over the table read; all, as the images' text, when none is known yet)."""
     o, n = ident("o"), ident("n")
     eq, ne = _op("="), _op("<>")
     text = "pg_catalog.text"
+    def value(side: str, c: str) -> str:
+        return f"({side}.r {_op('->>')} {string_literal(c)})"
+
+    # a value NULL on one side only, or unequal (IS DISTINCT FROM would look `=` up on the search_path)
+    differ = (" OR ".join(f"({value('x', c)} IS NULL) {ne} ({value('y', c)} IS NULL) OR {value('x', c)} {ne} {value('y', c)}"
+                          for c in compared) if compared else f"CAST(x.r AS {text}) {ne} CAST(y.r AS {text})")
     return f"""
 DECLARE
   logged bigint;
@@ -95,7 +108,7 @@ BEGIN
     FROM (SELECT pg_catalog.to_jsonb({o}.*) AS r, pg_catalog.row_number() OVER () AS i FROM idivm_old AS {o}) AS x
     FULL JOIN (SELECT pg_catalog.to_jsonb({n}.*) AS r, pg_catalog.row_number() OVER () AS i FROM idivm_new AS {n}) AS y
       ON x.i {eq} y.i
-    WHERE (x.r IS NULL) {ne} (y.r IS NULL) OR CAST(x.r AS {text}) {ne} CAST(y.r AS {text});
+    WHERE (x.r IS NULL) {ne} (y.r IS NULL) OR {differ};
   ELSIF TG_OP {eq} 'TRUNCATE' THEN  -- this table's own rows: each truncated partition logs its own
     EXECUTE pg_catalog.format('INSERT INTO {log} (old_row, new_row) SELECT pg_catalog.to_jsonb(o.*), NULL FROM ONLY %s AS o',
                               CAST(TG_RELID AS pg_catalog.regclass));
@@ -178,14 +191,16 @@ def sync_logging(conn: Connection) -> None:
 
 
 def install_function(conn: Connection, captured_id: int, info: TableInfo, threshold: Threshold) -> None:
-    """(Re)write the capture function of a captured table: its body follows this idivm's code and its
-    notify threshold the current policies (CREATE OR REPLACE: the triggers keep pointing at it)."""
+    """(Re)write the capture function of a captured table: its body follows this idivm's code, its
+    notify threshold the current policies and the columns it compares the views over the table
+    (CREATE OR REPLACE: the triggers keep pointing at it)."""
     row = catalog.captured_table(conn, captured_id)
     sequence, installed = conn.execute(sa.text(
         "SELECT pg_get_serial_sequence(:l, 'seq'), "
         "(SELECT prosrc FROM pg_proc WHERE oid = to_regprocedure(:f || '()'))"),
         {"l": row.log_table, "f": row.capture_function}).one()
-    body = _function_body(info, captured_id, row.log_table, sequence, threshold(conn, captured_id))
+    body = _function_body(info, captured_id, row.log_table, sequence, threshold(conn, captured_id),
+                          catalog.columns_read_of(conn, captured_id))
     if body == installed:  # a registration or drop that moved no threshold: replacing the function would
         return  # only make every session compile it again on its next write
     run(conn,

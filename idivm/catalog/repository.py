@@ -373,6 +373,13 @@ def captured_table(conn: Connection, captured_id: int) -> sa.Row:
                                 "FROM idivm.captured_tables WHERE id = :id"), {"id": captured_id}).one()
 
 
+def columns_read_of(conn: Connection, captured_id: int) -> list[str]:
+    """The columns of a captured table that some registered view reads (its view_inputs), by name."""
+    return list(conn.execute(sa.text(
+        "SELECT DISTINCT c ->> 0 FROM idivm.view_inputs AS vi CROSS JOIN LATERAL json_array_elements(vi.columns) AS c "
+        "WHERE vi.captured_table_id = :id ORDER BY 1"), {"id": captured_id}).scalars())
+
+
 def captured_ids(conn: Connection) -> set[int]:
     return set(conn.execute(sa.text("SELECT id FROM idivm.captured_tables")).scalars().all())
 

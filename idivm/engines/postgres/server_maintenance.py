@@ -55,7 +55,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ...capture.fold import fold_select, log_images
+from ...capture.fold import fold_log
 from ...catalog import repository as catalog
 from ...introspect.reflect import table_info
 from ...names import display_name
@@ -202,7 +202,7 @@ def idiffs_body(view_id: int, shown: str, inputs: list[tuple[int, str, object]])
         window = catalog.unconsumed("l", view_id, snapshot_sql="CAST($1 AS pg_snapshot)")
         probes.append(f"EXISTS (SELECT 1 FROM {log} AS l WHERE {window})")
         nonempty = f"idivm_nonempty[{position}]"
-        select = fold_select(info, log_images(log, window), list(info.column_names))
+        select = fold_log(info, log, window, list(info.column_names))
         insert = string_literal(counted_fill(f"INSERT INTO {target} {select}"))
         refill = string_literal(counted_fill(f"INSERT INTO {target} {select}", emptied=target))
         create = string_literal(f"CREATE TEMP TABLE {target} ON COMMIT PRESERVE ROWS AS {select} WITH NO DATA")

@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 from sqlalchemy.engine import Connection
 
-from ...capture.fold import fold_select, log_images
+from ...capture.fold import fold_log
 from ...catalog import repository as catalog
 from ...errors import IdivmError, UnsupportedQuery
 from ...introspect.reflect import columns_json, table_info
@@ -320,7 +320,7 @@ def _compute(conn: Connection, view_id: int, work: list[Offload], texts: dict[in
         if read_local(spark, cur, select_read(columns, instance(int(rel.name)), type_of), types, name,
                       settings.local_rows):
             continue  # this transaction's own i-diff instance: the window's changes, folded
-        source = f"({fold_select(info, log_images(t.log_table, catalog.unconsumed('l', view_id)), t.read_columns)}) AS t"
+        source = f"({fold_log(info, t.log_table, catalog.unconsumed('l', view_id), t.read_columns)}) AS t"
         read(spark, settings, select_read(columns, source, type_of), snapshot, name)
         jdbc.add(name)
     separate = os.environ.get("IDIVM_SPARK_SEPARATE_READS") == "1"
