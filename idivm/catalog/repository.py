@@ -96,6 +96,16 @@ def set_deferred_from_now(conn: Connection, view_id: int) -> None:
                          "last_snapshot = CAST(pg_current_snapshot() AS text) WHERE id = :v"), {"v": view_id})
 
 
+def caches_stale(conn: Connection, view_id: int) -> bool:
+    """Whether the view's last recomputation left its cache stale (engines/postgres/recompute.py)."""
+    return bool(conn.execute(sa.text("SELECT caches_stale FROM idivm.views WHERE id = :v"), {"v": view_id}).scalar())
+
+
+def set_caches_fresh(conn: Connection, view_id: int) -> None:
+    conn.execute(sa.text("UPDATE idivm.views SET caches_stale = false, stale_regret_ms = 0 WHERE id = :v"),
+                 {"v": view_id})
+
+
 def set_last_snapshot(conn: Connection, view_id: int, snapshot: str) -> None:
     """Set the snapshot up to which the view has consumed its inputs' changes (pg_snapshot text)."""
     conn.execute(sa.text("UPDATE idivm.views SET last_snapshot = :s WHERE id = :v"), {"s": snapshot, "v": view_id})

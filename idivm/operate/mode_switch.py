@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from ..catalog import repository as catalog
-from ..engines.postgres.executor import MaintenanceReport, run_maintenance
+from ..engines.postgres.executor import MaintenanceReport, rebuild_stale_caches, run_maintenance
 from ..engines.postgres.maintenance_lock import lock_view
 from ..names import display_name
 from .registry import make_immediate_locked, sync_immediate
@@ -23,6 +23,7 @@ def switch_mode(tx: Transactions, row: sa.Row, mode: str) -> None:
         if mode == "immediate":
             report = MaintenanceReport(view=display_name(row.schema_name, row.view_name))
             run_maintenance(conn, row.id, report, None)  # catch up, in this transaction
+            rebuild_stale_caches(conn, row.id)  # a recomputation may have left them (immediate mode reads them)
             make_immediate_locked(conn, row.schema_name, row.view_name)
         else:
             catalog.set_deferred_from_now(conn, row.id)

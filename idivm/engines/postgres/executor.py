@@ -32,7 +32,7 @@ from sqlalchemy.engine import Connection, Engine
 from ...errors import SQLSTATE_STALE, Busy, IdivmError, Restart, Stale, first_line
 from ...catalog import repository as catalog
 from ...names import counted, display_name
-from ...sqltext import run
+from ...sqltext import qualified, run
 from .maintenance_lock import LOCK_CLASS
 from .server_maintenance import (ATTEMPTS, RECOMPUTED_BY_ESTIMATE, RECOMPUTED_BY_POLICY, RECOMPUTED_STALE_CACHES,
                                  RECOMPUTED_AGAIN, RECOMPUTED_TO_MEASURE, RESULT, input_arrays, input_changes)
@@ -259,6 +259,15 @@ def run_maintenance(conn: Connection, view_id: int, report: MaintenanceReport, b
         before_commit(conn)
     report.seconds = time.perf_counter() - started
     return list(ids) if outcome == "maintained" else []
+
+
+def rebuild_stale_caches(conn: Connection, view_id: int) -> None:
+    """The view's caches recomputed, in the caller's transaction, if its last recomputation left them
+    stale (recompute.py): what reads them next (immediate mode's statements, which maintain them
+    change by change) needs them current."""
+    if catalog.caches_stale(conn, view_id):
+        run(conn, f"SELECT {qualified('idivm', f'recompute_{int(view_id)}')}(true)")
+        catalog.set_caches_fresh(conn, view_id)
 
 
 def _prune_and_unlock(conn: Connection, captured_ids: list[int], view_id: int) -> bool:

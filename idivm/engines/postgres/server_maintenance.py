@@ -514,7 +514,7 @@ BEGIN
       recompute := CASE WHEN c.policy = 'always' THEN {RECOMPUTED_BY_POLICY}
                         WHEN NOT c.recompute_measured THEN {RECOMPUTED_TO_MEASURE} ELSE {RECOMPUTED_BY_ESTIMATE} END;
       inputs := logged;
-    ELSIF c.caches_stale AND c.policy = 'auto' AND c.recompute_measured
+    ELSIF c.caches_stale AND c.policy = 'auto' AND c.recompute_measured AND logged[1] > 0
           AND c.stale_regret_ms + c.recompute_ms - estimates[1] < coalesce(c.rebuild_ms, 0) THEN
       -- the Δ-script would be cheaper than recomputing, but it needs the cache rebuilt first: recomputed
       -- again until what that cost beyond the Δ-script's estimates repays rebuilding it (a rent-or-buy
