@@ -59,15 +59,31 @@ CROSS JOIN LATERAL jsonb_to_record(f.old_img) AS {pre}({col_defs})
 CROSS JOIN LATERAL jsonb_to_record(f.new_img) AS {post}({col_defs})"""
 
 
+# fold_log's larger query costs more to plan than fold_select's: for one change of V' the fold took
+# 2.5-2.7 ms against 1.1-1.3 ms (deferred maintenance plans it at every call); for 5,000, 27 ms
+# against 34 ms. Maintenance folds a window of at least this many logged changes with fold_log.
+FOLD_BY_KEY_FROM = 1_000
+
+
+def log_images(log: str, window: str) -> str:
+    """The signed images of the log rows that satisfy `window` (a condition on the log's alias l)."""
+    return (f"SELECT x.img, x.n FROM {log} AS l "
+            "CROSS JOIN LATERAL (VALUES (l.old_row, -1), (l.new_row, 1)) AS x(img, n) "
+            f"WHERE x.img IS NOT NULL AND {window}")
+
+
 def fold_log(info: TableInfo, log: str, window: str, compared: list[str]) -> str:
     """fold_select over the log rows that satisfy `window` (a condition on the log's alias l), with the
-    same result, at a third of its cost where most keys change once in the window (bench_oltp's
-    order lines: 54 against 143 ms for 17,000 logged changes; docs/benchmarks.md): an update
-    that changed none of the compared columns is dropped at once (its two images cancel in any
-    case), each remaining image is grouped by its typed key instead of the text of its compared
-    columns, and a key with one image, or one of each sign that differ (as the two of one logged
-    update that was not dropped do), is its own effective change. The few keys with more images take fold_select's general rule. Values are compared as
-    the text ->> gives, which keeps a numeric's scale as the general rule's jsonb text does."""
+    same result, at a third of its cost where most keys change once in a large window
+    (bench_oltp's order lines: 54 against 143 ms for 17,000 logged changes), and more for a small
+    one (FOLD_BY_KEY_FROM): an update that changed none of the compared columns is dropped at once
+    (its two images cancel in any case), each remaining image is grouped by its typed key instead
+    of the text of its compared columns, and a key with one image, or one of each sign that differ
+    (as the two of one logged update that was not dropped do), is its own effective change. The few keys with more images
+    take fold_select's general rule. Values are compared as the text ->> gives, which keeps a
+    numeric's scale as the general rule's jsonb text does. Rows come in key order, as
+    fold_select's grouping leaves them (without it, V' at 5,000 changes lost to the Δ-script's
+    writes by key what the fold gained: 256 against 241 ms a maintenance)."""
     key_defs, col_defs = record_columns(info, info.key), record_columns(info, info.column_names)
     keys = [f"k{i}" for i in range(len(info.key))]
 
@@ -99,11 +115,12 @@ WITH r AS (
          (array_agg(w.img) FILTER (WHERE w.n < 0))[1] AS old_img, (array_agg(w.img) FILTER (WHERE w.n > 0))[1] AS new_img
   FROM w GROUP BY {listed}
 )
-SELECT CAST(CASE WHEN g.old_img IS NULL THEN {i} WHEN g.new_img IS NULL THEN {d} ELSE {u} END AS text) AS {ident(R.KIND_COLUMN)}, {cols}
+(SELECT CAST(CASE WHEN g.old_img IS NULL THEN {i} WHEN g.new_img IS NULL THEN {d} ELSE {u} END AS text) AS {ident(R.KIND_COLUMN)}, {cols}
 FROM g
 CROSS JOIN LATERAL jsonb_to_record(g.old_img) AS {pre}({col_defs})
 CROSS JOIN LATERAL jsonb_to_record(g.new_img) AS {post}({col_defs})
 WHERE g.c = 1 OR (g.c = 2 AND g.olds = 1 AND (g.one_row OR NOT ({same("g.old_img", "g.new_img")})))
+ORDER BY {listed})
 UNION ALL
 SELECT * FROM ({general}) AS general"""
 

@@ -55,7 +55,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ...capture.fold import fold_log
+from ...capture.fold import FOLD_BY_KEY_FROM, fold_log, fold_select, log_images
 from ...catalog import repository as catalog
 from ...introspect.reflect import table_info
 from ...names import display_name
@@ -173,6 +173,15 @@ def _statement(r: Rendered, staged: tuple[int, Rendered] | None) -> str:
     return _counted(r) if staged is None else _staged(staged[0], r, staged[1])
 
 
+def _fill(target: str, folds: tuple[str, str], position: int, cid: int, emptied: str | None) -> str:
+    """PL/pgSQL filling an input's instance by the fold for its window's size (capture/fold.py,
+    FOLD_BY_KEY_FROM): folds are the small window's and the large one's."""
+    run_ = [f"EXECUTE {string_literal(counted_fill(f'INSERT INTO {target} {q}', emptied=emptied))} "
+            f"INTO idivm_changed_{cid}, idivm_kinds_{cid} USING idivm_snapshot;" for q in folds]
+    return (f"IF idivm_logged[{position}] < {FOLD_BY_KEY_FROM} THEN\n      {run_[0]}\n    ELSE\n"
+            f"      {run_[1]}\n    END IF;")
+
+
 def idiffs_body(view_id: int, shown: str, inputs: list[tuple[int, str, object]]) -> str:
     """The body of idivm.idiffs_<id>(idivm_snapshot text) RETURNS bigint[]: the view's i-diff
     instances filled from the log rows it has not consumed, returned as ARRAY[changes, then each
@@ -183,10 +192,11 @@ def idiffs_body(view_id: int, shown: str, inputs: list[tuple[int, str, object]])
     EXECUTE makes in apply_<id>, which then empties them and analyzes them empty again.
 
     Each fill is planned for its round (EXECUTE), which costs more than anything else a small round
-    does; one query first asks which inputs have rows in their windows at all, and an input without
+    does; one query first counts each input's window (up to capture/fold.FOLD_BY_KEY_FROM, which
+    picks the fold for its size), and an input without
     any only has its instance emptied (a view over several tables mostly sees changes to one)."""
     declare = ["idivm_changes bigint := 0;", "idivm_own xid8 := pg_current_xact_id_if_assigned();",
-               "idivm_nonempty boolean[];"]
+               "idivm_logged bigint[];"]
     declare += [f"idivm_changed_{cid} bigint;" for cid, _, _ in inputs]
     declare += [f"idivm_kinds_{cid} int;" for cid, _, _ in inputs]
     own_writes, fill, analyze, probes = [], [], [], []
@@ -200,27 +210,28 @@ def idiffs_body(view_id: int, shown: str, inputs: list[tuple[int, str, object]])
         target = qualified("pg_temp", view_delta(view_id, cid))
         regclass = f"to_regclass({string_literal(target)})"
         window = catalog.unconsumed("l", view_id, snapshot_sql="CAST($1 AS pg_snapshot)")
-        probes.append(f"EXISTS (SELECT 1 FROM {log} AS l WHERE {window})")
-        nonempty = f"idivm_nonempty[{position}]"
-        select = fold_log(info, log, window, list(info.column_names))
-        insert = string_literal(counted_fill(f"INSERT INTO {target} {select}"))
-        refill = string_literal(counted_fill(f"INSERT INTO {target} {select}", emptied=target))
-        create = string_literal(f"CREATE TEMP TABLE {target} ON COMMIT PRESERVE ROWS AS {select} WITH NO DATA")
+        probes.append(f"(SELECT count(*) FROM (SELECT FROM {log} AS l WHERE {window} LIMIT {FOLD_BY_KEY_FROM}) AS w)")
+        nonempty = f"idivm_logged[{position}] > 0"
+        small = fold_select(info, log_images(log, window), list(info.column_names))
+        large = fold_log(info, log, window, list(info.column_names))
+
+        insert, refill = (_fill(target, (small, large), position, cid, emptied) for emptied in (None, target))
+        create = string_literal(f"CREATE TEMP TABLE {target} ON COMMIT PRESERVE ROWS AS {small} WITH NO DATA")
         fill.append(f"""  idivm_changed_{cid} := 0;
   idivm_kinds_{cid} := 0;
   IF {regclass} IS NULL THEN
     EXECUTE {create} USING idivm_snapshot;
     ANALYZE {target};
     IF {nonempty} THEN
-      EXECUTE {insert} INTO idivm_changed_{cid}, idivm_kinds_{cid} USING idivm_snapshot;
+    {insert}
     END IF;
   ELSIF NOT {nonempty} THEN  -- no row in this input's window: the previous round's rows go
     DELETE FROM {target};
   ELSIF pg_relation_size({regclass}) > {SCRATCH_TRUNCATE_BYTES} THEN
     TRUNCATE {target};
-    EXECUTE {insert} INTO idivm_changed_{cid}, idivm_kinds_{cid} USING idivm_snapshot;
+    {insert}
   ELSE  -- the previous round's rows go in the same statement (it cannot see the rows it adds)
-    EXECUTE {refill} INTO idivm_changed_{cid}, idivm_kinds_{cid} USING idivm_snapshot;
+    {refill}
   END IF;
   idivm_changes := idivm_changes + idivm_changed_{cid};""")
         analyze.append(f"    ANALYZE {target};")
@@ -233,7 +244,7 @@ BEGIN
   IF idivm_own IS NOT NULL THEN
 {nl.join(own_writes)}
   END IF;
-  EXECUTE {string_literal("SELECT ARRAY[" + ", ".join(probes) + "]")} INTO idivm_nonempty USING idivm_snapshot;
+  EXECUTE {string_literal("SELECT ARRAY[" + ", ".join(probes) + "]")} INTO idivm_logged USING idivm_snapshot;
 {nl.join(fill)}
   IF idivm_changes > {SMALL_CHANGES} THEN  -- statistics for the plans EXECUTE makes for this round
 {nl.join(analyze)}
