@@ -92,16 +92,17 @@ def test_the_log_fold_equals_the_general_fold_on_random_writes(engine, db):
     from idivm.catalog import repository as catalog
     from idivm.introspect.reflect import table_info
 
-    db.execute("CREATE TABLE items (id int PRIMARY KEY, grp int, val numeric, note text)")
-    db.execute("INSERT INTO items SELECT g, g % 3, g * 1.5, 'n' FROM generate_series(1, 30) g")
-    engine.register_view("read", "SELECT id, grp, val FROM items WHERE grp <> 2")
+    # columns named as the fold's own aliases (k0, g, w, n, img): its references must all be qualified
+    db.execute("CREATE TABLE items (k0 int PRIMARY KEY, g int, w numeric, n text, img int)")
+    db.execute("INSERT INTO items SELECT x, x % 3, x * 1.5, 'n', 0 FROM generate_series(1, 30) x")
+    engine.register_view("read", "SELECT k0 AS id, g AS grp, w AS val, img FROM items WHERE g <> 2")
     rng = random.Random(23)
     statements = [
-        ("UPDATE items SET val = val + 1 WHERE id = %s", 1), ("UPDATE items SET note = note || 'x' WHERE id = %s", 1),
-        ("UPDATE items SET val = CAST(val AS numeric(20,4)) WHERE id = %s", 1),
-        ("UPDATE items SET id = id + 40 WHERE id = %s", 1), ("DELETE FROM items WHERE id = %s", 1),
-        ("INSERT INTO items VALUES (%s, 1, 2.50, 'i') ON CONFLICT (id) DO UPDATE SET grp = excluded.grp", 1),
-        ("UPDATE items SET grp = grp + 1, note = 'y' WHERE id %% 7 = %s", 1)]
+        ("UPDATE items SET w = w + 1 WHERE k0 = %s", 1), ("UPDATE items SET n = n || 'x' WHERE k0 = %s", 1),
+        ("UPDATE items SET w = CAST(w AS numeric(20,4)) WHERE k0 = %s", 1),
+        ("UPDATE items SET k0 = k0 + 40 WHERE k0 = %s", 1), ("DELETE FROM items WHERE k0 = %s", 1),
+        ("INSERT INTO items VALUES (%s, 1, 2.50, 'i', 0) ON CONFLICT (k0) DO UPDATE SET g = excluded.g", 1),
+        ("UPDATE items SET g = g + 1, n = 'y' WHERE k0 %% 7 = %s", 1)]
     for round_ in range(6):
         with db.transaction():
             for _ in range(rng.randint(1, 25)):

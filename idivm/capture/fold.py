@@ -120,7 +120,7 @@ FROM g
 CROSS JOIN LATERAL jsonb_to_record(g.old_img) AS {pre}({col_defs})
 CROSS JOIN LATERAL jsonb_to_record(g.new_img) AS {post}({col_defs})
 WHERE g.c = 1 OR (g.c = 2 AND g.olds = 1 AND (g.one_row OR NOT ({same("g.old_img", "g.new_img")})))
-ORDER BY {listed})
+ORDER BY {", ".join(f"g.{k}" for k in keys)})
 UNION ALL
 SELECT * FROM ({general}) AS general"""
 
