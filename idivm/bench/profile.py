@@ -38,7 +38,7 @@ import psycopg
 import sqlalchemy as sa
 
 from .. import api
-from ..capture.fold import FOLD_BY_KEY_FROM, fold_log, fold_select, log_images, record_columns
+from ..capture.fold import FOLD_BY_KEY_FROM, fold_log, fold_select, log_images, record_columns, window_count
 from ..catalog import repository as catalog
 from ..engines.postgres.render import delta_names, render
 from ..engines.postgres.server_maintenance import input_arrays, input_changes, view_delta
@@ -155,11 +155,9 @@ def _statements_timed(engine: "api.Engine", view_id: int, recorder: "Recorder", 
 DECODE = ("window read", "fold", "floor")
 
 
-def fold_of(info, log: str, window: str, compared: list[str], conn=None) -> str:
+def _fold_of(conn, info, log: str, window: str, compared: list[str]) -> str:
     """The fold maintenance runs for this window: by its size (capture/fold.FOLD_BY_KEY_FROM)."""
-    logged = run_sql(conn, f"SELECT count(*) FROM (SELECT FROM {log} AS l WHERE {window} LIMIT {FOLD_BY_KEY_FROM}) AS w"
-                     ).fetchone()[0]
-    if logged < FOLD_BY_KEY_FROM:
+    if run_sql(conn, f"SELECT {window_count(log, window)}").fetchone()[0] < FOLD_BY_KEY_FROM:
         return fold_select(info, log_images(log, window), compared)
     return fold_log(info, log, window, compared)
 
@@ -179,7 +177,7 @@ def _decode_timed(engine: "api.Engine", view_id: int, rows: dict[str, int], repe
             defs = record_columns(info, info.column_names)  # decoded as the fold decodes them
             queries = {
                 "window read": f"SELECT count(*) FROM {t.log_table} AS l WHERE {window}",
-                "fold": f"SELECT count(*) FROM ({fold_of(info, t.log_table, window, list(info.column_names), conn)}) AS f",
+                "fold": f"SELECT count(*) FROM ({_fold_of(conn, info, t.log_table, window, list(info.column_names))}) AS f",
                 "floor": f"SELECT count(*) FROM {t.log_table} AS l "
                          f"LEFT JOIN LATERAL jsonb_to_record(l.old_row) AS pre({defs}) ON true "
                          f"LEFT JOIN LATERAL jsonb_to_record(l.new_row) AS post({defs}) ON true WHERE {window}"}

@@ -65,6 +65,12 @@ CROSS JOIN LATERAL jsonb_to_record(f.new_img) AS {post}({col_defs})"""
 FOLD_BY_KEY_FROM = 1_000
 
 
+def window_count(log: str, window: str) -> str:
+    """SQL of the number of log rows that satisfy `window`, counted up to FOLD_BY_KEY_FROM: which
+    fold a window takes (and whether it has rows at all)."""
+    return f"(SELECT count(*) FROM (SELECT FROM {log} AS l WHERE {window} LIMIT {FOLD_BY_KEY_FROM}) AS w)"
+
+
 def log_images(log: str, window: str) -> str:
     """The signed images of the log rows that satisfy `window` (a condition on the log's alias l)."""
     return (f"SELECT x.img, x.n FROM {log} AS l "
@@ -79,8 +85,8 @@ def fold_log(info: TableInfo, log: str, window: str, compared: list[str]) -> str
     one (FOLD_BY_KEY_FROM): an update that changed none of the compared columns is dropped at once
     (its two images cancel in any case), each remaining image is grouped by its typed key instead
     of the text of its compared columns, and a key with one image, or one of each sign that differ
-    (as the two of one logged update that was not dropped do), is its own effective change. The few keys with more images
-    take fold_select's general rule. Values are compared as the text ->> gives, which keeps a
+    (as the two of one logged update that was not dropped do), is its own effective change. The
+    few keys with more images take fold_select's general rule. Values are compared as the text ->> gives, which keeps a
     numeric's scale as the general rule's jsonb text does. Rows come in key order, as
     fold_select's grouping leaves them (without it, V' at 5,000 changes lost to the Δ-script's
     writes by key what the fold gained: 256 against 241 ms a maintenance)."""

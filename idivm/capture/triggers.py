@@ -87,6 +87,7 @@ def _function_body(info: TableInfo, captured_id: int, log: str, sequence: str, t
     o, n = ident("o"), ident("n")
     eq, ne = _op("="), _op("<>")
     text = "pg_catalog.text"
+
     def value(side: str, c: str) -> str:
         return f"({side}.r {_op('->>')} {string_literal(c)})"
 

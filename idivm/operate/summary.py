@@ -102,12 +102,15 @@ def _mode(row: sa.Row) -> str:
 
 def _recompute(row: sa.Row) -> str:
     """When a maintenance recomputes the view instead of running its Δ-script, and the costs that decide it."""
-    if row.caches_stale:
+    policy = row.policy_recompute or "auto"
+    if row.caches_stale and policy == "auto":  # server_maintenance.prepare_maintenance's rent-or-buy rule
         rebuild = f" ({row.rebuild_ms:.1f} ms)" if row.rebuild_ms is not None else ""
         return ("its cache was left stale by the last recomputation: batches are recomputed again without it until "
                 "what that cost beyond the Δ-script's estimates repays rebuilding the cache" + rebuild + "; then one is "
                 "recomputed with the cache, and the Δ-script takes over")
-    policy = row.policy_recompute or "auto"
+    if row.caches_stale:
+        return ("its cache was left stale by the last recomputation: the next maintenance that would run the Δ-script "
+                "recomputes with the cache instead; then as its policy says")
     if policy != "auto":
         return f"{policy} (its policy: `idivm set-policy --recompute`)"
     per_change = (f"{row.change_ms * 1000:.1f} µs per logged change, as measured" if row.change_ms is not None else

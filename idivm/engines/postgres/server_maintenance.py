@@ -55,7 +55,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ...capture.fold import FOLD_BY_KEY_FROM, fold_log, fold_select, log_images
+from ...capture.fold import FOLD_BY_KEY_FROM, fold_log, fold_select, log_images, window_count
 from ...catalog import repository as catalog
 from ...introspect.reflect import table_info
 from ...names import display_name
@@ -210,11 +210,10 @@ def idiffs_body(view_id: int, shown: str, inputs: list[tuple[int, str, object]])
         target = qualified("pg_temp", view_delta(view_id, cid))
         regclass = f"to_regclass({string_literal(target)})"
         window = catalog.unconsumed("l", view_id, snapshot_sql="CAST($1 AS pg_snapshot)")
-        probes.append(f"(SELECT count(*) FROM (SELECT FROM {log} AS l WHERE {window} LIMIT {FOLD_BY_KEY_FROM}) AS w)")
+        probes.append(window_count(log, window))
         nonempty = f"idivm_logged[{position}] > 0"
         small = fold_select(info, log_images(log, window), list(info.column_names))
         large = fold_log(info, log, window, list(info.column_names))
-
         insert, refill = (_fill(target, (small, large), position, cid, emptied) for emptied in (None, target))
         create = string_literal(f"CREATE TEMP TABLE {target} ON COMMIT PRESERVE ROWS AS {small} WITH NO DATA")
         fill.append(f"""  idivm_changed_{cid} := 0;
