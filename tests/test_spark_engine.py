@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import datetime
 import random
+import sys
 import re
 from decimal import Decimal
 from pathlib import Path
@@ -276,25 +277,39 @@ def test_arrow_copies_every_value_as_the_row_by_row_copy_does(engine, db):
     columns = ("i bigint, s text, f double precision, d numeric, m numeric(10,2), b boolean, dt date, ts timestamp, "
                "tz timestamptz, n integer")
     db.execute("SET TIME ZONE 'UTC'")
-    for name in ("by_arrow", "by_rows", "split_a", "split_b", "rows_a", "rows_b"):
+    db.execute("CREATE TYPE mood AS ENUM ('sad', 'ok')")
+    for name in ("by_arrow", "by_rows", "split_a", "split_b", "rows_a", "rows_b", "by_executors", "executors_a",
+                 "executors_b"):
         db.execute(f"CREATE TABLE {name} ({columns if not name.endswith('_b') else 'i bigint, s text'})")
+    db.execute("ALTER TABLE executors_b ALTER COLUMN s TYPE mood USING CAST(s AS mood)")  # a type outside pg_catalog
     df = spark.sql(values).repartition(3)
+    conninfo = SparkSettings.from_env(engine.dsn).executor_conninfo()
+    merged = merged_sql([values, "SELECT i * 10 AS i, s FROM VALUES (1, 'ok'), (2, NULL) AS u(i, s)"], [10, 2])
     with db.cursor() as cur:
         assert copy_result(cur, ["by_arrow"], df) == [6]
         copy_split(cur, ["by_rows"], ((0, r) for r in result_rows(df)))
-        merged = merged_sql([values, "SELECT i * 10 AS i, s FROM VALUES (1, 'p'), (2, NULL) AS u(i, s)"], [10, 2])
         assert copy_result(cur, ["split_a", "split_b"], spark.sql(merged), [10, 2]) == [6, 2]
         copy_split(cur, ["rows_a", "rows_b"], split_rows(result_rows(spark.sql(merged)), [10, 2]))
+        # the executors write their partitions themselves (partition_writer.py), in tables this
+        # transaction reads although they commit after its snapshot, and drops
+        db.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        db.execute("SELECT 1")
+        assert copy_result(cur, ["by_executors"], df, conninfo=conninfo) == [6]
+        assert copy_result(cur, ["executors_a", "executors_b"], spark.sql(merged).repartition(4), [10, 2],
+                           conninfo=conninfo) == [6, 2]
+        assert db.execute("SELECT count(*) FROM pg_class WHERE relname LIKE 'spark\\_part\\_%'").fetchone() == (0,)
+        db.execute("COMMIT")
     as_text = "SELECT i, s, CAST(f AS text), CAST(d AS text), CAST(m AS text), b, dt, ts, tz, n FROM {} ORDER BY i"
     expected = db.execute(as_text.format("by_rows")).fetchall()
     assert [r[1] for r in expected] == ["a", "", 'x"y\nz,w', "\\.", None, "é ☃"]
     assert [r[2] for r in expected[:5]] == ["0.1", "-0", "NaN", "-Infinity", "1e+300"]
     assert [r[3] for r in expected[:4]] == ["0.000000100000000000", "-12345678901234567890.123456789012345678",
                                             "0.000000000000000000", "1000.000000000000000000"]
-    for table in ("by_arrow", "split_a", "rows_a"):
+    for table in ("by_arrow", "split_a", "rows_a", "by_executors", "executors_a"):
         assert db.execute(as_text.format(table)).fetchall() == expected, table
     assert db.execute("SELECT * FROM split_b ORDER BY i").fetchall() == \
-        db.execute("SELECT * FROM rows_b ORDER BY i").fetchall() == [(10, "p"), (20, None)]
+        db.execute("SELECT * FROM rows_b ORDER BY i").fetchall() == \
+        db.execute("SELECT i, CAST(s AS text) FROM executors_b ORDER BY i").fetchall() == [(10, "ok"), (20, None)]
 
 
 def test_what_spark_cannot_compute_exactly_is_refused_and_nothing_is_lost(engine, shop):
@@ -1069,6 +1084,7 @@ def test_a_standalone_cluster_computes_the_same_view(engine, shop, monkeypatch, 
             assert time.monotonic() < deadline, (tmp_path / "cluster.log").read_text()[-2000:]
             time.sleep(1)
         monkeypatch.setenv("IDIVM_SPARK_MASTER", f"spark://127.0.0.1:{port}")
+        monkeypatch.setenv("PYSPARK_PYTHON", sys.executable)  # the executors' Python, with pyarrow, pandas, psycopg
         monkeypatch.setenv("IDIVM_SPARK_CONF", "spark.driver.host=127.0.0.1 spark.executor.memory=1g "
                                                "spark.cores.max=2 spark.driver.memory=1g "
                                                f"spark.executor.extraJavaOptions='{JVM_JIT}'")

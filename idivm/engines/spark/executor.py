@@ -346,7 +346,8 @@ def _compute(conn: Connection, view_id: int, work: list[Offload], texts: dict[in
             merged = merged_sql([texts[id(o)] for o in work], widths)
             numeric_division.register_if_used(spark, merged)
             plan = spark.sql(merged)  # Spark runs them side by side
-            copy_result(cur, staged, plan, widths, small=not jdbc, tracker=tracker)
+            copy_result(cur, staged, plan, widths, small=not jdbc, tracker=tracker,
+                        conninfo=settings.executor_conninfo())
     finally:
         for name in kept:
             spark.catalog.uncacheTable(name)

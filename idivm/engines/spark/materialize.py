@@ -78,5 +78,7 @@ class SparkFill:
             read_table(spark, self.settings, cur, snapshot, view_name(rel), infos[rel], names)
         with tracking(spark, new_group("fill"), self.progress) as tracker:
             numeric_division.register_if_used(spark, text)
+            # copied by the driver (COPY's bulk insert into the new table): rows the executors wrote
+            # would be copied once more, by INSERT ... SELECT, which logs every row (staging.py)
             rows = copy_result(cur, [table], spark.sql(text), tracker=tracker)[0]
         self.computed.append((table, rows, time.perf_counter() - started))

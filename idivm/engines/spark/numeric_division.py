@@ -11,7 +11,8 @@ is computed in Python's unbounded integers, so it is exact at any size, and hand
 text, which PostgreSQL reads into the view's numeric column as that very value.
 
 Spark calls `divide` as the SQL function `idivm_numeric_div` (registered in a run's session when
-its SQL calls it); spark_sql.py writes it only where the quotient leaves Spark as an output.
+its SQL calls it, and pickled by value: nothing here imports idivm); spark_sql.py writes it only
+where the quotient leaves Spark as an output.
 """
 from __future__ import annotations
 
@@ -81,7 +82,12 @@ def register_if_used(spark, text: str) -> None:
     UDF without Arrow batches (those need pandas)."""
     if FUNCTION not in text.lower():  # sqlglot may print it upper case; Spark resolves either
         return
+    import sys
+
+    from pyspark import cloudpickle
     from pyspark.sql.functions import udf
     from pyspark.sql.types import StringType
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # executors need not have idivm installed
 
     spark.udf.register(FUNCTION, udf(divide, StringType(), useArrow=False))

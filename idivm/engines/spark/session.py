@@ -13,6 +13,8 @@ A new session costs milliseconds; Spark (3.1 and later, SPARK-34087) releases it
 it is garbage-collected."""
 from __future__ import annotations
 
+import os
+import sys
 import threading
 
 from .settings import SparkSettings
@@ -55,6 +57,12 @@ def spark_session(settings: SparkSettings):
                    # a product of decimals wider than 38 digits keeps its scale (and raises if its
                    # value does not fit) instead of being rounded to fewer decimals
                    .config("spark.sql.decimalOperations.allowPrecisionLoss", "false"))
+        if settings.master.startswith("local") and not os.environ.get("PYSPARK_PYTHON"):
+            # the Python that runs idivm's functions on the executors (partition_writer.py,
+            # numeric_division.py): on this machine this one, with its pyarrow and psycopg, not the
+            # `python3` PATH finds (PySpark reads PYSPARK_PYTHON when the context starts); a
+            # cluster's is the user's to set (docs/spark.md, "Running on a cluster")
+            os.environ["PYSPARK_PYTHON"] = sys.executable
         for key, value in settings.conf.items():
             builder = builder.config(key, value)
         _session = builder.getOrCreate()

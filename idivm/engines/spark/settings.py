@@ -15,6 +15,9 @@ Every setting has an environment variable; the CLI and the API pass explicit val
 - IDIVM_SPARK_LOCAL_ROWS: inputs of at most this many rows reach Spark from the maintenance
   transaction itself, as local relations (engines/spark/local_inputs.py); 0 reads every input
   through JDBC.
+
+Large results the executors write into PostgreSQL themselves (staging.py), with libpq, at the
+database IDIVM_SPARK_JDBC_URL names (executor_conninfo).
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ import re
 import shlex
 import shutil
 from dataclasses import dataclass, field
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote, unquote
 
 from psycopg.conninfo import conninfo_to_dict
 
@@ -94,6 +97,47 @@ class SparkSettings:
                              f"{INSTALL_JAR}")
         if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
             raise IdivmError("the Spark engine needs Java (17 or later), and no java is on PATH and JAVA_HOME is unset")
+
+
+    def executor_conninfo(self) -> str | None:
+        """The database as the executors reach it, as a libpq connection string (jdbc_url's
+        inverse), for their writes; None when the JDBC URL has a parameter libpq has no counterpart
+        for (large results then come back through the driver: staging.py)."""
+        return libpq_conninfo(self.jdbc_url)
+
+
+# JDBC URL parameters (PostgreSQL's JDBC driver) and the libpq keyword of each
+LIBPQ_KEYWORDS = {"user": "user", "password": "password", "sslmode": "sslmode", "sslcert": "sslcert",
+                  "sslkey": "sslkey", "sslrootcert": "sslrootcert", "sslpassword": "sslpassword",
+                  "ApplicationName": "application_name", "connectTimeout": "connect_timeout", "options": "options"}
+
+
+def libpq_conninfo(url: str) -> str | None:
+    """A JDBC URL (jdbc:postgresql://host[:port][,host[:port]...]/database?key=value&...) as a libpq
+    connection string; None if it is not one, or has a parameter libpq has no counterpart for
+    (`ssl=true` is sslmode=require unless sslmode says otherwise)."""
+    from psycopg.conninfo import make_conninfo
+
+    m = re.fullmatch(r"jdbc:postgresql://([^/?]*)(?:/([^?]*))?(?:\?(.*))?", url or "")
+    if m is None:
+        return None
+    hosts, ports = [], []
+    for address in m.group(1).split(","):
+        h = re.fullmatch(r"(\[[^\]]*\]|[^:]*)(?::(\d+))?", address)
+        if h is None:
+            return None
+        hosts.append(h.group(1).strip("[]") or "localhost")
+        ports.append(h.group(2) or "5432")
+    params = {"host": ",".join(hosts), "port": ",".join(ports), "dbname": unquote(m.group(2) or "") or None}
+    for key, value in parse_qsl(m.group(3) or "", keep_blank_values=True):
+        if key == "ssl":
+            if value.lower() in ("true", ""):
+                params.setdefault("sslmode", "require")
+            continue
+        if key not in LIBPQ_KEYWORDS:
+            return None
+        params[LIBPQ_KEYWORDS[key]] = value
+    return make_conninfo(**{k: v for k, v in params.items() if v is not None})
 
 
 def jdbc_url(dsn: str) -> str:

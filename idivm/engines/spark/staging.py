@@ -1,30 +1,39 @@
 """Rows computed on Spark, into tables of the waiting PostgreSQL transaction.
 
-The driver copies them (COPY FROM STDIN on the transaction's own connection) only once Spark hands
-over finished partitions: a task that failed and was retried, or a speculative duplicate, never
-reaches the copy, so no row is staged twice; a job that fails or is cancelled raises here and the
-transaction rolls back with nothing applied.
+Nothing is written where the transaction reads it before Spark hands over finished partitions: a
+task that failed and was retried, or a speculative duplicate, never reaches the transaction's
+tables, so no row is staged twice; a job that fails or is cancelled raises here and the transaction
+rolls back with nothing applied. Three ways, by the result's size and types:
 
-Results whose columns all have an Arrow type that prints as PostgreSQL reads it (copy_result) come
-over as Arrow batches, which the executors serialize, and go to COPY as CSV that Arrow writes, no
-Python object per value: 1M rows of five columns in 2.0-2.6 s against 11-12 s row by row (this
-machine, local[2]). The executors cannot write the rows to PostgreSQL themselves: their own
-transactions' rows are invisible to the maintenance's, which reads in its snapshot of before them.
-Every value is quoted but NULL (CSV's NULL is an unquoted empty field, so '' stays ''), and Arrow
-prints floats in their shortest exact form, decimals with their scale (1.00E-7 is 0.000000100),
-timestamps to the microsecond with `Z` when zoned (the sessions' time zone is UTC).
+- small results (every input came from the transaction: the batch's size) are collected in one job
+  and copied row by row (result_rows, copy_split);
+- large results whose columns all have an Arrow type that prints as PostgreSQL reads it
+  (ARROW_TEXT_ALIKE), bound for a maintenance's temporary tables (`conninfo` given), are written by
+  the executors themselves, each partition as CSV that Arrow writes into a table of its own with
+  COPY FREEZE (partition_writer.py), which the transaction then reads whole into its tables: the
+  driver never holds the result, and PostgreSQL parses the rows in as many sessions as Spark has
+  tasks. Otherwise (a fill's new table, whose rows INSERT ... SELECT would log one by one where
+  COPY logs them a page at a time, docs/benchmarks.md; or executors that cannot connect with
+  libpq, settings.executor_conninfo) the driver collects the Arrow batches and copies them itself;
+- other large results (binary, intervals, structs and arrays) come to the driver partition by
+  partition, row by row through psycopg's own adaptation.
+
+Every CSV value is quoted but NULL (CSV's NULL is an unquoted empty field, so '' stays ''), and
+Arrow prints floats in their shortest exact form, decimals with their scale (1.00E-7 is
+0.000000100), timestamps to the microsecond with `Z` when zoned (the sessions' time zone is UTC).
 """
 from __future__ import annotations
 
 import contextlib
-import io
+import re
 import time
 from typing import Callable, Iterable, Iterator
 
 from ...errors import IdivmError
+from ...sqltext import ident, qualified
+from .partition_writer import PREFIX, SCHEMA, write_csv
 
 COPY_BATCH = 10_000  # rows between progress reports
-CSV_CHUNK = 65_536  # rows an Arrow CSV chunk holds on its way to COPY
 # Spark types whose Arrow values the CSV writer prints as PostgreSQL reads them (others, binary and
 # intervals, structs and arrays, go row by row through psycopg's own adaptation)
 ARROW_TEXT_ALIKE = ("ByteType", "ShortType", "IntegerType", "LongType", "FloatType", "DoubleType", "DecimalType",
@@ -39,7 +48,7 @@ def _refusal(error: Exception) -> IdivmError | None:
     if at < 0:
         return None
     line = str(error)[at + len("idivm: "):].splitlines()[0].split(" SQLSTATE:")[0].rstrip(". ")
-    return IdivmError(f"{line}; nothing was applied (the PostgreSQL engine takes any value: --engine postgres)")
+    return IdivmError(f"{line}; nothing was applied (--engine postgres maintains it without Spark)")
 
 
 def _refused_as_one_line(rows: Callable[[], Iterable]) -> Iterator:
@@ -127,14 +136,16 @@ def copy_split(cur, tables: list[str], rows: Iterable[tuple[int, tuple]], tracke
 
 
 def copy_result(cur, tables: list[str], df, widths: list[int] | None = None, small: bool = False,
-                tracker=None) -> list[int]:
+                tracker=None, conninfo: str | None = None) -> list[int]:
     """COPY a Spark result into `tables` (quoted); how many rows went to each. `widths`: the result
     is merged_sql()'s, each row for tables[k] (its first column k); None: one query's rows, for
-    tables[0]. As Arrow batches written as CSV where every column's type allows (ARROW_TEXT_ALIKE);
-    row by row (result_rows, copy_split) otherwise, and for `small` results (collected in one job)."""
+    tables[0]. `conninfo`: the database as the executors reach it with libpq, or None (the module's
+    docstring says which way each result takes)."""
     if small or not all(type(f.dataType).__name__ in ARROW_TEXT_ALIKE for f in df.schema.fields):
         rows = result_rows(df, small)
         return copy_split(cur, tables, split_rows(rows, widths) if widths else ((0, r) for r in rows), tracker)
+    if conninfo is not None:
+        return _written_by_executors(cur, tables, df, widths, conninfo, tracker)
     try:
         table = df.toArrow()
     except Exception as e:
@@ -151,7 +162,8 @@ def copy_result(cur, tables: list[str], df, widths: list[int] | None = None, sma
             start = 1 + sum(widths[:k])
             rows = table.filter(pc.equal(table.column(0), k)).select(list(range(start, start + widths[k])))
         if rows.num_rows:
-            counts[k] = _copy_csv(cur, target, rows)
+            with cur.copy(f"COPY {target} FROM STDIN (FORMAT csv, ENCODING 'UTF8')") as copy:
+                counts[k] = write_csv(copy, rows.to_batches())
             if tracker is not None:
                 tracker.rows = base + sum(counts)
     if tracker is not None:
@@ -159,14 +171,86 @@ def copy_result(cur, tables: list[str], df, widths: list[int] | None = None, sma
     return counts
 
 
-def _copy_csv(cur, table: str, rows) -> int:
-    """An Arrow table's rows, in the target's column order, COPYed into `table` as CSV."""
-    import pyarrow.csv as csv
+PART_LIKE = PREFIX.replace("_", "\\_") + "%"  # LIKE's pattern of their names
 
-    options = csv.WriteOptions(include_header=False, quoting_style="all_valid")
-    with cur.copy(f"COPY {table} FROM STDIN (FORMAT csv, ENCODING 'UTF8')") as copy:
-        for batch in rows.to_batches(max_chunksize=CSV_CHUNK):
-            out = io.BytesIO()
-            csv.write_csv(batch, out, options)
-            copy.write(out.getvalue())
-    return rows.num_rows
+
+def _part_columns(cur, tables: list[str], widths: list[int] | None) -> list[tuple[str, str, str | None]]:
+    """The columns of the executors' part tables, in the result's order: (name, type in the part, the
+    target's type to cast to when reading it, or None). A type of pg_catalog by its own name; any
+    other (a domain, an enum: names that resolve by the search path of this session, not of the
+    executors') as text, read with a cast."""
+    typed = []
+    for table in tables:
+        typed.append(cur.execute(
+            "SELECT format_type(a.atttypid, a.atttypmod), t.typnamespace = CAST('pg_catalog' AS regnamespace) "
+            "FROM pg_attribute AS a JOIN pg_type AS t ON t.oid = a.atttypid "
+            "WHERE a.attrelid = CAST(%s AS regclass) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+            (table,)).fetchall())
+    out = [(QUERY_COLUMN, "integer", None)] if widths is not None else []
+    for k, columns in enumerate(typed):
+        out += [(f"q{k}_{i}", t if builtin else "text", None if builtin else t) for i, (t, builtin) in enumerate(columns)]
+    return out
+
+
+def sweep_parts(cur, xid: str | None = None) -> None:
+    """Drop the executors' part tables of transactions that have ended (a failed or abandoned
+    maintenance's, a retried task's that committed late), and with `xid` those of that transaction
+    (the caller's own, once read). Best effort, under a savepoint: another session sweeping the same
+    tables is no failure of this one."""
+    rows = cur.execute(
+        "SELECT relname FROM pg_class WHERE relnamespace = CAST(%s AS regnamespace) AND relname LIKE %s "
+        "AND (split_part(relname, '_', 3) = %s "
+        "OR pg_xact_status(CAST(split_part(relname, '_', 3) AS xid8)) IS DISTINCT FROM 'in progress')",
+        (SCHEMA, PART_LIKE, xid or "")).fetchall()
+    import psycopg
+
+    for (name,) in rows:
+        try:
+            with cur.connection.transaction():
+                cur.execute(f"DROP TABLE IF EXISTS {qualified(SCHEMA, name)}")
+        except psycopg.Error:
+            pass
+
+
+def _written_by_executors(cur, tables: list[str], df, widths: list[int] | None, conninfo: str, tracker) -> list[int]:
+    """The executors write the result's partitions into part tables (partition_writer.py), which are
+    read into `tables` here, in the transaction, and dropped."""
+    (xid,) = cur.execute("SELECT CAST(pg_current_xact_id() AS text)").fetchone()
+    sweep_parts(cur)
+    columns = _part_columns(cur, tables, widths)
+    from pyspark import cloudpickle
+
+    from . import partition_writer
+
+    cloudpickle.register_pickle_by_value(partition_writer)  # executors need not have idivm installed
+    try:
+        positional = df.toDF(*[f"c{i}" for i in range(len(df.columns))])  # a name like `dp.did` would not resolve
+        written = positional.mapInArrow(partition_writer.partition_writer(conninfo, int(xid), [c[:2] for c in columns],
+                                                                  widths is not None),
+                                partition_writer.RESULT_SCHEMA).collect()
+    except Exception as e:
+        missing = re.search(r"No module named '([^']+)'", str(e))
+        if missing and not _refusal(e):
+            raise IdivmError(f"Spark's executors cannot write their rows: their Python has no module {missing.group(1)} "
+                             f"(they need pyarrow, pandas and psycopg; PYSPARK_PYTHON names it)") from None
+        raise _refusal(e) or e
+    base = tracker.rows if tracker is not None else 0
+    t0 = time.perf_counter()
+    counts = [0] * len(tables)
+    for k, target in enumerate(tables):
+        parts = [row["part"] for row in written if row["query"] == k]
+        counts[k] = sum(row["rows"] for row in written if row["query"] == k)
+        if not parts:
+            continue
+        first = (1 + sum(widths[:k])) if widths is not None else 0
+        width = widths[k] if widths is not None else len(columns)
+        select = ", ".join(f"CAST({ident(name)} AS {cast})" if cast else ident(name)
+                           for name, _, cast in columns[first:first + width])
+        where = f" WHERE {ident(QUERY_COLUMN)} = {int(k)}" if widths is not None else ""
+        cur.execute(f"INSERT INTO {target} " + " UNION ALL ".join(
+            f"SELECT {select} FROM {qualified(SCHEMA, part)}{where}" for part in parts))
+    sweep_parts(cur, xid)
+    if tracker is not None:
+        tracker.rows = base + sum(counts)
+        tracker.copy_seconds += time.perf_counter() - t0
+    return counts
