@@ -63,7 +63,11 @@ class Engine:
     def __init__(self, dsn: str, source: str = "--dsn"):
         self.dsn = dsn
         self.dsn_source = source
-        self.sa = sa.create_engine(sqlalchemy_url(dsn), pool_pre_ping=True)
+        # LIFO: the connection just returned serves the next call, so a loop over views (or a lookup
+        # then the maintenance) stays on one session, whose kept plans and i-diff tables each
+        # maintenance reuses (docs/maintenance.md); first-in-first-out handed every call the pool's
+        # least recently used session, which planned again (bench_peers, docs/benchmarks.md)
+        self.sa = sa.create_engine(sqlalchemy_url(dsn), pool_pre_ping=True, pool_use_lifo=True)
         sa.event.listen(self.sa, "handle_error", self._unreachable)
         self._catalog_ok = False  # checked once per Engine: installed and at this idivm's revision
 

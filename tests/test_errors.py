@@ -29,7 +29,7 @@ def footprint(db) -> tuple:
             "SELECT relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
             "WHERE nspname IN ('idivm', 'public') AND relkind IN ('r', 'v')").fetchall()),
         db.execute("SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'idivm%'").fetchone()[0],
-        db.execute("SELECT count(*) FROM pg_proc WHERE proname LIKE 'capture_%'").fetchone()[0],
+        db.execute("SELECT count(*) FROM pg_proc WHERE proname LIKE 'capture\\_%' OR proname LIKE 'prune\\_log\\_%'").fetchone()[0],
     )
 
 

@@ -68,7 +68,8 @@ def test_low_privilege_writer(engine, db, fresh_db, app_role):
 
         for query in ["SELECT * FROM idivm.views", "SELECT * FROM idivm.log_1", "SELECT * FROM idivm.derivations",
                       "DELETE FROM idivm.log_1", "INSERT INTO idivm.log_1 (old_row, new_row) VALUES (NULL, '{}')",
-                      "UPDATE idivm.views SET last_snapshot = ''", "SELECT * FROM public.totals"]:
+                      "UPDATE idivm.views SET last_snapshot = ''", "SELECT idivm.prune_log_1('0', '9999999')",
+                      "SELECT * FROM public.totals"]:
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 app.execute(query)
 

@@ -64,6 +64,15 @@ def log_table(captured_id: int) -> str:
     return qualified("idivm", f"log_{captured_id}")
 
 
+def prune_function(captured_id: int) -> str:
+    """``idivm.prune_log_<id>(idivm_low xid8, idivm_high xid8)``: delete the log rows with xids in
+    [low, high) that every deferred view over the table has consumed.
+    idivm.prune_logs (engines/postgres/server_maintenance.py) reads the bounds of every log it
+    prunes and calls this: its DELETE is static SQL, whose plan a session keeps, where a DELETE
+    built and planned in every prune cost more than the prune's own work after a small maintenance."""
+    return qualified("idivm", f"prune_log_{int(captured_id)}")
+
+
 NOTIFY_CHANNEL = "idivm_changes"
 
 
@@ -202,12 +211,34 @@ def install_function(conn: Connection, captured_id: int, info: TableInfo, thresh
         {"l": row.log_table, "f": row.capture_function}).one()
     body = _function_body(info, captured_id, row.log_table, sequence, threshold(conn, captured_id),
                           catalog.columns_read_of(conn, captured_id))
+    _install_prune(conn, captured_id, row.log_table)
     if body == installed:  # a registration or drop that moved no threshold: replacing the function would
         return  # only make every session compile it again on its next write
     run(conn,
         f"CREATE OR REPLACE FUNCTION {row.capture_function}() RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER "
         f"AS {string_literal(body)}"
     )
+
+
+def _install_prune(conn: Connection, captured_id: int, log: str) -> None:
+    """prune_function(captured_id), unless it is there as this idivm writes it."""
+    body = f"""
+BEGIN
+  DELETE FROM {log} AS l WHERE l.xid >= idivm_low AND l.xid < idivm_high
+    AND NOT EXISTS (SELECT 1 FROM idivm.view_inputs AS vi JOIN idivm.views AS v ON v.id = vi.view_id
+                    WHERE vi.captured_table_id = {int(captured_id)} AND v.mode = 'deferred'
+                      AND NOT pg_visible_in_snapshot(l.xid, CAST(v.last_snapshot AS pg_snapshot)));
+END
+"""
+    fn = prune_function(captured_id)
+    signature = f"{fn}(xid8, xid8)"
+    installed = conn.execute(sa.text("SELECT prosrc FROM pg_proc WHERE oid = to_regprocedure(:f)"),
+                             {"f": signature}).scalar()
+    if installed == body:
+        return
+    run(conn, f"CREATE OR REPLACE FUNCTION {fn}(idivm_low xid8, idivm_high xid8) RETURNS void LANGUAGE plpgsql "
+              f"SET client_min_messages = warning AS {string_literal(body)}")
+    run(conn, f"REVOKE ALL ON FUNCTION {signature} FROM PUBLIC")
 
 
 def reinstall_functions(conn: Connection, threshold: Threshold, captured_ids: list[int] | None = None) -> None:
@@ -227,5 +258,6 @@ def drop_capture(conn: Connection, captured_id: int) -> None:
             run(conn, f"DROP TRIGGER IF EXISTS {ident(trg)} ON {table}")
     # CASCADE: the triggers on the table, should it have been renamed (so not found above)
     run(conn, f"DROP FUNCTION IF EXISTS {row.capture_function}() CASCADE")
+    run(conn, f"DROP FUNCTION IF EXISTS {prune_function(captured_id)}(xid8, xid8)")
     run(conn, f"DROP TABLE IF EXISTS {row.log_table}")
     catalog.delete_captured(conn, captured_id)

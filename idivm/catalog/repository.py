@@ -258,9 +258,10 @@ def prune_logs(conn: Connection, captured_ids: list[int], asynchronous: bool = F
     """Delete the log rows that every deferred view over each captured table has consumed:
     ``idivm.prune_logs(ids)``, the server-side function that `CALL idivm.maintain_all()` prunes with
     too (engines/postgres/server_maintenance.py, installed by init), in one round trip. It deletes
-    through the log's xid index, between two bounds read first and given to each DELETE as literals
-    (the planner estimates them from the index; behind a subquery it guessed a third of the log and
-    scanned all of it):
+    through the log's xid index, between two bounds read first and given to the log's own prune
+    function (capture/triggers.prune_function) as parameters of its DELETE (its plans estimate them
+    as the range they are; behind a subquery the planner guessed a third of the log and scanned all
+    of it):
 
     - below: the table's `pruned_below`, the smallest xmin of those views' snapshots when the log was
       last pruned. Every row below it was visible to them all, so that prune deleted it: what is left

@@ -175,11 +175,13 @@ def _statement(r: Rendered, staged: tuple[int, Rendered] | None) -> str:
 
 def _fill(target: str, folds: tuple[str, str], position: int, cid: int, emptied: str | None) -> str:
     """PL/pgSQL filling an input's instance by the fold for its window's size (capture/fold.py,
-    FOLD_BY_KEY_FROM): folds are the small window's and the large one's."""
-    run_ = [f"EXECUTE {string_literal(counted_fill(f'INSERT INTO {target} {q}', emptied=emptied))} "
-            f"INTO idivm_changed_{cid}, idivm_kinds_{cid} USING idivm_snapshot;" for q in folds]
-    return (f"IF idivm_logged[{position}] < {FOLD_BY_KEY_FROM} THEN\n      {run_[0]}\n    ELSE\n"
-            f"      {run_[1]}\n    END IF;")
+    FOLD_BY_KEY_FROM): folds are the small window's, as static SQL over the function's
+    idivm_snapshot (its plan kept for the session: planning it cost more than running it over a
+    few changes), and the large one's, planned for its round (EXECUTE, over $1)."""
+    small, large = (counted_fill(f"INSERT INTO {target} {q}", emptied=emptied) for q in folds)
+    into = f"INTO idivm_changed_{cid}, idivm_kinds_{cid}"
+    return (f"IF idivm_logged[{position}] < {FOLD_BY_KEY_FROM} THEN\n      {small} {into};\n    ELSE\n"
+            f"      EXECUTE {string_literal(large)} {into} USING idivm_snapshot;\n    END IF;")
 
 
 def idiffs_body(view_id: int, shown: str, inputs: list[tuple[int, str, object]]) -> str:
@@ -191,10 +193,11 @@ def idiffs_body(view_id: int, shown: str, inputs: list[tuple[int, str, object]])
     A round of more than SMALL_CHANGES effective changes analyzes the instances, for the plans
     EXECUTE makes in apply_<id>, which then empties them and analyzes them empty again.
 
-    Each fill is planned for its round (EXECUTE), which costs more than anything else a small round
-    does; one query first counts each input's window (up to capture/fold.FOLD_BY_KEY_FROM, which
-    picks the fold for its size), and an input without
-    any only has its instance emptied (a view over several tables mostly sees changes to one)."""
+    One query first counts each input's window (up to capture/fold.FOLD_BY_KEY_FROM, which picks
+    the fold for its size), and an input without any only has its instance emptied (a view over
+    several tables mostly sees changes to one). That count and the small windows' fold are static
+    SQL, whose plans the session keeps (PostgreSQL's plan cache keeps making custom plans where a
+    generic one would cost more); a large window's fold is planned for its round (EXECUTE)."""
     declare = ["idivm_changes bigint := 0;", "idivm_own xid8 := pg_current_xact_id_if_assigned();",
                "idivm_logged bigint[];"]
     declare += [f"idivm_changed_{cid} bigint;" for cid, _, _ in inputs]
@@ -209,13 +212,15 @@ def idiffs_body(view_id: int, shown: str, inputs: list[tuple[int, str, object]])
                           "    END IF;")
         target = qualified("pg_temp", view_delta(view_id, cid))
         regclass = f"to_regclass({string_literal(target)})"
-        window = catalog.unconsumed("l", view_id, snapshot_sql="CAST($1 AS pg_snapshot)")
-        probes.append(window_count(log, window))
+        window = catalog.unconsumed("l", view_id, snapshot_sql="CAST($1 AS pg_snapshot)")  # EXECUTE's
+        static = catalog.unconsumed("l", view_id, snapshot_sql="CAST(idivm_snapshot AS pg_snapshot)")
+        probes.append(window_count(log, static))
         nonempty = f"idivm_logged[{position}] > 0"
-        small = fold_select(info, log_images(log, window), list(info.column_names))
+        small = fold_select(info, log_images(log, static), list(info.column_names))
         large = fold_log(info, log, window, list(info.column_names))
         insert, refill = (_fill(target, (small, large), position, cid, emptied) for emptied in (None, target))
-        create = string_literal(f"CREATE TEMP TABLE {target} ON COMMIT PRESERVE ROWS AS {small} WITH NO DATA")
+        create = string_literal(f"CREATE TEMP TABLE {target} ON COMMIT PRESERVE ROWS AS "
+                                f"{fold_select(info, log_images(log, window), list(info.column_names))} WITH NO DATA")
         fill.append(f"""  idivm_changed_{cid} := 0;
   idivm_kinds_{cid} := 0;
   IF {regclass} IS NULL THEN
@@ -243,7 +248,7 @@ BEGIN
   IF idivm_own IS NOT NULL THEN
 {nl.join(own_writes)}
   END IF;
-  EXECUTE {string_literal("SELECT ARRAY[" + ", ".join(probes) + "]")} INTO idivm_logged USING idivm_snapshot;
+  SELECT ARRAY[{", ".join(probes)}] INTO idivm_logged;
 {nl.join(fill)}
   IF idivm_changes > {SMALL_CHANGES} THEN  -- statistics for the plans EXECUTE makes for this round
 {nl.join(analyze)}
@@ -719,47 +724,37 @@ CREATE OR REPLACE FUNCTION idivm.maintain(view_name text) RETURNS {REPORT_TYPE} 
 $body$
 """
 
-# The bounds of each log's prune are read first, in one query, and given to its DELETE as literals
-# (catalog.prune_logs says why); one more query asks which of those ranges hold any row, so that a
-# log nothing was written to since its last prune (most of a view's inputs after a small round)
-# costs no planned DELETE.
+# The bounds of each log's prune are read first, in one query, and given to the log's own prune
+# function (capture/triggers.prune_function: a static DELETE through the xid index, catalog.prune_logs
+# says why bounds and not a subquery); then one statement moves every log's pruned_below.
 _PRUNE = """
 CREATE OR REPLACE FUNCTION idivm.prune_logs(captured_ids bigint[]) RETURNS void LANGUAGE plpgsql
 SET client_min_messages = warning AS $body$
 DECLARE
   ids bigint[];
-  logs text[];
   lows xid8[];
   highs xid8[];
   consumed xid8[];
-  nonempty boolean[];
 BEGIN
-  SELECT array_agg(b.id ORDER BY b.id), array_agg(b.log_table ORDER BY b.id), array_agg(b.low ORDER BY b.id),
+  SELECT array_agg(b.id ORDER BY b.id), array_agg(b.low ORDER BY b.id),
          array_agg(b.high ORDER BY b.id), array_agg(b.consumed_below ORDER BY b.id)
-  INTO ids, logs, lows, highs, consumed
-  FROM (SELECT c.id, c.log_table, coalesce(c.pruned_below, '0') AS low,
+  INTO ids, lows, highs, consumed
+  FROM (SELECT c.id, coalesce(c.pruned_below, '0') AS low,
                coalesce(min(pg_snapshot_xmin(CAST(v.last_snapshot AS pg_snapshot))), pg_snapshot_xmin(pg_current_snapshot())) AS consumed_below,
                coalesce(min(pg_snapshot_xmax(CAST(v.last_snapshot AS pg_snapshot))), pg_snapshot_xmax(pg_current_snapshot())) AS high
         FROM idivm.captured_tables AS c LEFT JOIN (idivm.view_inputs AS vi JOIN idivm.views AS v
           ON v.id = vi.view_id AND v.mode = 'deferred') ON vi.captured_table_id = c.id
-        WHERE c.id = ANY (captured_ids) GROUP BY c.id, c.log_table, c.pruned_below) AS b;
+        WHERE c.id = ANY (captured_ids) GROUP BY c.id, c.pruned_below) AS b;
   IF ids IS NULL THEN
     RETURN;
   END IF;
-  EXECUTE 'SELECT ARRAY[' || (SELECT string_agg(format('EXISTS (SELECT 1 FROM %s AS l WHERE l.xid >= CAST(%L AS xid8) '
-                                                       'AND l.xid < CAST(%L AS xid8))', logs[i], lows[i], highs[i]), ', ' ORDER BY i)
-                              FROM generate_subscripts(ids, 1) AS i) || ']' INTO nonempty;
   FOR i IN 1 .. cardinality(ids) LOOP
-    IF nonempty[i] THEN
-      EXECUTE format('DELETE FROM %s AS l WHERE l.xid >= CAST(%L AS xid8) AND l.xid < CAST(%L AS xid8) '
-                     'AND NOT EXISTS (SELECT 1 FROM idivm.view_inputs AS vi JOIN idivm.views AS v ON v.id = vi.view_id '
-                     'WHERE vi.captured_table_id = %s AND v.mode = %L '
-                     'AND NOT pg_visible_in_snapshot(l.xid, CAST(v.last_snapshot AS pg_snapshot)))',
-                     logs[i], lows[i], highs[i], ids[i], 'deferred');
-    END IF;
-    UPDATE idivm.captured_tables SET pruned_below = consumed[i]
-    WHERE id = ids[i] AND (pruned_below IS NULL OR pruned_below < consumed[i]);
+    -- capture/triggers.prune_function: the table's DELETE, its plan kept for the session
+    EXECUTE format('SELECT idivm.%I($1, $2)', 'prune_log_' || ids[i]) USING lows[i], highs[i];
   END LOOP;
+  UPDATE idivm.captured_tables AS c SET pruned_below = u.consumed
+  FROM unnest(ids, consumed) AS u(id, consumed)
+  WHERE c.id = u.id AND (c.pruned_below IS NULL OR c.pruned_below < u.consumed);
 END
 $body$
 """
