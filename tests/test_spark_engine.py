@@ -255,6 +255,18 @@ def test_a_read_outside_the_snapshot_is_refused(engine, shop):
             spark.sql("SELECT count(*) FROM bad_read").collect()
 
 
+def test_the_driver_plans_deep_trees_on_a_large_thread_stack(engine):
+    """A maintenance's merged plan of a set-operation view overflowed the JVM's default 1 MB thread
+    stack (StackOverflowError in SparkPlan.prepare): the driver runs with -Xss16m, and options the
+    user gives in spark.driver.extraJavaOptions still apply, after it."""
+    from idivm.engines.spark.session import spark_session
+
+    spark = spark_session(SparkSettings.from_env(engine.dsn))
+    arguments = list(spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert "-Xss16m" in arguments
+    assert arguments.index("-Xss16m") < arguments.index(JVM_JIT.split()[0])  # the test suite's own options
+
+
 def test_arrow_copies_every_value_as_the_row_by_row_copy_does(engine, db):
     """Results come back as Arrow batches written as CSV (staging.copy_result); each value must reach
     PostgreSQL as psycopg's row-by-row copy gives it: empty strings, quotes, newlines, a lone `\\.`

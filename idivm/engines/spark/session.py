@@ -19,6 +19,8 @@ import threading
 
 from .settings import SparkSettings
 
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+THREAD_STACK = "16m"
 _lock = threading.Lock()
 _session = None
 _settings: SparkSettings | None = None
@@ -63,8 +65,15 @@ def spark_session(settings: SparkSettings):
             # `python3` PATH finds (PySpark reads PYSPARK_PYTHON when the context starts); a
             # cluster's is the user's to set (docs/spark.md, "Running on a cluster")
             os.environ["PYSPARK_PYTHON"] = sys.executable
+        # a maintenance's queries planned as one tree (staging.merged_sql) are deep: Spark prepares
+        # a plan recursively, and a set-operation view's merged plan overflowed the JVM's default
+        # thread stack of 1 MB (a StackOverflowError in SparkPlan.prepare, while the JIT had not yet
+        # compiled those frames); the user's options come after this one, so their -Xss wins
+        java = " ".join(filter(None, [f"-Xss{THREAD_STACK}", settings.conf.get(JAVA_OPTIONS, "")]))
+        builder = builder.config(JAVA_OPTIONS, java)
         for key, value in settings.conf.items():
-            builder = builder.config(key, value)
+            if key != JAVA_OPTIONS:
+                builder = builder.config(key, value)
         _session = builder.getOrCreate()
         _session.sparkContext.setLogLevel("ERROR")
         _settings = settings

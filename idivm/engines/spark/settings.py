@@ -9,7 +9,7 @@ Every setting has an environment variable; the CLI and the API pass explicit val
 - IDIVM_SPARK_JDBC_URL: the database as Spark's executors must see it (default: idivm's own DSN as
   a JDBC URL; on a cluster the executors may need another host name);
 - IDIVM_SPARK_CONF: extra Spark settings, "key=value" pairs separated by spaces, quoted as a shell
-  quotes them where a value has spaces (`spark.driver.extraJavaOptions='-Xss4m -XX:+UseG1GC'`);
+  quotes them where a value has spaces (`spark.driver.extraJavaOptions='-XX:+UseG1GC -verbose:gc'`);
 - IDIVM_SPARK_CORES: the cores of a cluster whose master URL and conf do not say (the cost model
   of `--engine auto` divides Spark's work by them);
 - IDIVM_SPARK_LOCAL_ROWS: inputs of at most this many rows reach Spark from the maintenance
