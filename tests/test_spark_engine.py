@@ -422,7 +422,7 @@ def test_like_and_casts_to_text_compute_on_spark_as_in_postgres(engine, shop):
 def test_integer_division_computes_on_spark_as_in_postgres(engine, shop):
     """Integer / truncates toward zero in PostgreSQL and divides into a double in Spark: rendered as
     DIV cast back to the operands' type, it matches PostgreSQL on negatives, zero numerators, mixed
-    widths and nested divisions."""
+    widths, nested divisions and COALESCEs of integers (with a bare NULL, which takes their type)."""
     shop.execute("CREATE TABLE nums (k int PRIMARY KEY, a int NOT NULL, b bigint NOT NULL, c smallint NOT NULL)")
     rng = random.Random(11)
 
@@ -430,8 +430,9 @@ def test_integer_division_computes_on_spark_as_in_postgres(engine, shop):
         return (k, rng.choice([0, 7, -7, 1, -1, 2**31 - 1, -2**31 + 1]), rng.choice([5, -5, 2**62, -2**62, 3]),
                 rng.choice([1, -1, 2, -3, 32767]))
 
-    sql = "SELECT k, a / c AS q1, b / c AS q2, (a / 2) / c AS q3, -a / 3 AS q4, c / c AS q5 FROM nums WHERE a / 2 <> 1"
-    _rounds_on_spark(engine, shop, rng, "nums", row, "quotients", sql, ["k", "q1", "q2", "q3", "q4", "q5"])
+    sql = ("SELECT k, a / c AS q1, b / c AS q2, (a / 2) / c AS q3, -a / 3 AS q4, c / c AS q5, "
+           "COALESCE(NULL, a) / 2 AS q6, COALESCE(NULL, c, b) / c AS q7 FROM nums WHERE a / 2 <> 1")
+    _rounds_on_spark(engine, shop, rng, "nums", row, "quotients", sql, ["k", "q1", "q2", "q3", "q4", "q5", "q6", "q7"])
 
 
 def test_numeric_division_computes_on_spark_as_in_postgres(engine, shop):

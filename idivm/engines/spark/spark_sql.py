@@ -386,7 +386,8 @@ INTEGER_CASTS = {exp.DataType.Type.SMALLINT: "smallint", exp.DataType.Type.INT: 
 
 def _integer_type(e: exp.Expression, types: dict[int, str]) -> str | None:
     """The integer type PostgreSQL gives `e`, if it is built of integers only: integer columns and
-    literals, + - * % and integer / of them, casts to an integer type; None for anything else."""
+    literals, + - * % and integer / of them, COALESCE of them (and NULLs), casts to an integer type;
+    None for anything else."""
     if isinstance(e, exp.Paren):
         return _integer_type(e.this, types)
     if isinstance(e, exp.Column):
@@ -402,6 +403,11 @@ def _integer_type(e: exp.Expression, types: dict[int, str]) -> str | None:
         if left is None or right is None:
             return None
         return max(left, right, key=INTEGERS.get)
+    if isinstance(e, exp.Coalesce):  # the widest of its integer arguments; a bare NULL takes their type
+        kinds = [_integer_type(a, types) for a in (e.this, *e.expressions) if not isinstance(a, exp.Null)]
+        if not kinds or None in kinds:
+            return None
+        return max(kinds, key=INTEGERS.get)
     return None
 
 
