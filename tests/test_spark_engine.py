@@ -641,11 +641,33 @@ def _rounds_on_spark(engine, db, rng, table: str, row, view: str, sql: str, cols
         assert_equal_multiset(db, view, sql, cols)
 
 
-def test_missing_pieces_are_named_with_how_to_install_them():
+def test_missing_pieces_are_named_with_how_to_install_them(monkeypatch):
     with pytest.raises(IdivmError, match="libpostgresql-jdbc-java"):
         SparkSettings(jar="/nonexistent/postgresql.jar").check()
     assert SparkSettings.from_env("postgresql://u:p%40ss@db.example:6543/shop").jdbc_url == \
         "jdbc:postgresql://db.example:6543/shop?user=u&password=p%40ss"
+    import importlib.util
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pandas" else find_spec(name, *a))
+    with pytest.raises(IdivmError, match=r"needs pandas, which is not installed: pip install 'idivm\[spark\]'"):
+        SparkSettings().check()
+
+
+def test_executors_reach_the_database_the_jdbc_url_names():
+    """The executors write with libpq (partition_writer.py) at the database IDIVM_SPARK_JDBC_URL
+    names: hosts, ports, database, user, password and TLS settings carried over; a parameter libpq
+    has no counterpart for leaves the results to the driver (None)."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    from idivm.engines.spark.settings import libpq_conninfo
+
+    assert conninfo_to_dict(libpq_conninfo("jdbc:postgresql://h1,h2:6543/d%20b?user=a&password=p%26q&ssl=true")) == {
+        "host": "h1,h2", "port": "5432,6543", "dbname": "d b", "user": "a", "password": "p&q", "sslmode": "require"}
+    assert conninfo_to_dict(libpq_conninfo("jdbc:postgresql://[::1]/x?sslmode=verify-full&ApplicationName=etl")) == {
+        "host": "::1", "port": "5432", "dbname": "x", "sslmode": "verify-full", "application_name": "etl"}
+    assert libpq_conninfo("jdbc:postgresql://h/x?loggerLevel=DEBUG") is None
+    assert libpq_conninfo("jdbc:mysql://h/x") is None
 
 
 def test_columns_a_view_does_not_read_are_neither_read_nor_checked(engine, shop):

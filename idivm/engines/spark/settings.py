@@ -89,7 +89,7 @@ class SparkSettings:
         """One line saying what is missing, and how to install it."""
         if self.problem:
             raise IdivmError(self.problem)
-        for module in ("pyspark", "pyarrow"):
+        for module in ("pyspark", "pyarrow", "pandas"):  # pandas: PySpark's mapInArrow (staging.py)
             if importlib.util.find_spec(module) is None:
                 raise IdivmError(f"the Spark engine needs {module}, which is not installed: {INSTALL}")
         if not os.path.isfile(self.jar):
