@@ -64,13 +64,16 @@ def log_table(captured_id: int) -> str:
     return qualified("idivm", f"log_{captured_id}")
 
 
+PRUNE_PREFIX = "prune_log_"  # idivm.prune_logs names each log's prune function the same way
+
+
 def prune_function(captured_id: int) -> str:
     """``idivm.prune_log_<id>(idivm_low xid8, idivm_high xid8)``: delete the log rows with xids in
     [low, high) that every deferred view over the table has consumed.
     idivm.prune_logs (engines/postgres/server_maintenance.py) reads the bounds of every log it
     prunes and calls this: its DELETE is static SQL, whose plan a session keeps, where a DELETE
     built and planned in every prune cost more than the prune's own work after a small maintenance."""
-    return qualified("idivm", f"prune_log_{int(captured_id)}")
+    return qualified("idivm", f"{PRUNE_PREFIX}{int(captured_id)}")
 
 
 NOTIFY_CHANNEL = "idivm_changes"

@@ -56,6 +56,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ...capture.fold import FOLD_BY_KEY_FROM, fold_log, fold_select, log_images, window_count
+from ...capture.triggers import PRUNE_PREFIX
 from ...catalog import repository as catalog
 from ...introspect.reflect import table_info
 from ...names import display_name
@@ -727,7 +728,7 @@ $body$
 # The bounds of each log's prune are read first, in one query, and given to the log's own prune
 # function (capture/triggers.prune_function: a static DELETE through the xid index, catalog.prune_logs
 # says why bounds and not a subquery); then one statement moves every log's pruned_below.
-_PRUNE = """
+_PRUNE = f"""
 CREATE OR REPLACE FUNCTION idivm.prune_logs(captured_ids bigint[]) RETURNS void LANGUAGE plpgsql
 SET client_min_messages = warning AS $body$
 DECLARE
@@ -750,7 +751,7 @@ BEGIN
   END IF;
   FOR i IN 1 .. cardinality(ids) LOOP
     -- capture/triggers.prune_function: the table's DELETE, its plan kept for the session
-    EXECUTE format('SELECT idivm.%I($1, $2)', 'prune_log_' || ids[i]) USING lows[i], highs[i];
+    EXECUTE format('SELECT idivm.%I($1, $2)', {string_literal(PRUNE_PREFIX)} || ids[i]) USING lows[i], highs[i];
   END LOOP;
   UPDATE idivm.captured_tables AS c SET pruned_below = u.consumed
   FROM unnest(ids, consumed) AS u(id, consumed)

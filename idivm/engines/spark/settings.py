@@ -98,7 +98,6 @@ class SparkSettings:
         if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
             raise IdivmError("the Spark engine needs Java (17 or later), and no java is on PATH and JAVA_HOME is unset")
 
-
     def executor_conninfo(self) -> str | None:
         """The database as the executors reach it, as a libpq connection string (jdbc_url's
         inverse), for their writes; None when the JDBC URL has a parameter libpq has no counterpart
