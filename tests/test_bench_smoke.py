@@ -113,15 +113,34 @@ def test_peers_benchmark_runs_and_verifies(server_dsn, tmp_path):
     from idivm.bench.peers import BASELINE, METHODS, main
 
     out = tmp_path / "peers.json"
-    assert main(["--dsn", server_dsn, "--scale", "0.0005", "--batches", "1,5", "--rounds", "1", "--out", str(out)]) == 0
+    assert main(["--dsn", server_dsn, "--scale", "0.0005", "--batches", "1,5", "--rounds", "1", "--sweep", "1%,100%",
+                 "--sweep-rounds", "1", "--write-transactions", "5", "--out", str(out)]) == 0
     data = json.loads(out.read_text())
-    measured = {m for e in data["results"] for m in e["methods"]}
+    measured = {m for e in data["results"] + data["sweep"] for m in e["methods"]}
     expected = {m.label for m in METHODS if m.kind != "pg_ivm" or data["pg_ivm"]}
     assert measured | set(k.split("/", 1)[1] for k in data["refused"]) == expected
     assert data["views_equal_recomputation"] and all(data["views_equal_recomputation"].values())
     assert len(data["views_equal_recomputation"]) == 2 * (len(expected) - 1) - len(data["refused"])
     assert [(e["view"], e["batch"]) for e in data["results"]] == [("V", 1), ("V", 5), ("V'", 1), ("V'", 5)]
     assert all(e["methods"][BASELINE]["incremental"] == 0 for e in data["results"])
+    # large batches up to every part (2,500 at this scale), one UPDATE each, against recomputation
+    assert [(e["view"], e["batch"]) for e in data["sweep"]] == [("V", 25), ("V", 2500), ("V'", 25), ("V'", 2500)]
+    assert all(set(e["methods"]) == {"idivm id", "idivm auto", "REFRESH MATERIALIZED VIEW",
+                                     "REFRESH MATERIALIZED VIEW CONCURRENTLY", BASELINE} for e in data["sweep"])
+    assert all("REFRESH MATERIALIZED VIEW CONCURRENTLY" not in e["methods"] for e in data["results"])
+    # the writers' throughput over V''s parts: every workload and client count, each method
+    assert [(w["workload"], w["clients"]) for w in data["writes"]] == [
+        (w, c) for w in ("update", "insert", "bulk update") for c in (1, 2)]
+    assert all(set(w["tps"]) == {BASELINE, "idivm id", "idivm id immediate", "hand-written floor"} | ({"pg_ivm"} if data["pg_ivm"] else set())
+               and all(t > 0 for t in w["tps"].values()) for w in data["writes"])
+    # every issue-36 target these runs measure is printed with its ratio
+    kinds = {t.split(";")[0] for t in data["targets"]}
+    assert {"target (one change, deferred by a scheduler pass, at most pg_ivm's immediate cost",
+            "target (auto at most 1.2x the cheaper of the Δ-script and a recomputation that never blocks readers",
+            "target (deferred capture keeps at least 85% of the writers' throughput",
+            "target (deferred capture keeps at least 90% of the writers' throughput",
+            "target (auto takes the faster of id and higher-order"} <= kinds, kinds
+    assert any(t.startswith("target (registration bounded") for t in data["targets"])
     assert (tmp_path / "peers.png").stat().st_size > 0
 
 
@@ -175,9 +194,11 @@ def test_peers_benchmark_measures_the_methods_asked_for(server_dsn, tmp_path):
 
     out = tmp_path / "peers.json"
     assert main(["--dsn", server_dsn, "--scale", "0.0005", "--batches", "3", "--rounds", "1", "--views", "V'",
-                 "--methods", "idivm id,idivm id immediate", "--out", str(out)]) == 0
+                 "--methods", "idivm id,idivm id immediate", "--sweep", "", "--write-seconds", "0",
+                 "--out", str(out)]) == 0
     data = json.loads(out.read_text())
     assert set(data["results"][0]["methods"]) == {"idivm id", "idivm id immediate", "no view"}
+    assert data["sweep"] == [] and data["writes"] == []  # both left out when asked
     assert main(["--dsn", server_dsn, "--methods", "idivm nothing", "--out", str(out)]) == 2
 
 

@@ -10,7 +10,8 @@ transaction pays only that method's triggers:
 - idivm `id`, `tuple`, `higher-order` and `auto`, deferred (the writer's transaction, then
   `maintain`) and immediate (maintained inside the writer's transaction); and `id` maintained from SQL
   (`SELECT idivm.maintain(...)` in a REPEATABLE READ transaction of one round trip, as an application
-  or pg_cron calls it);
+  calls it), by `CALL idivm.maintain_all(ARRAY[...])` (as pg_cron calls it) and by one pass of the
+  scheduler (`idivm schedule`'s loop, in this process: every view's status read, the due one maintained);
 - pg_ivm (`pgivm.create_immv`: immediate, inside the writer's transaction), where the server has
   the extension (`CREATE EXTENSION pg_ivm` succeeds; skipped with a message otherwise). pg_ivm
   indexes V' itself (its GROUP BY) but not V (it lacks devices_parts' key), so V gets an index on
@@ -31,9 +32,17 @@ every method, in an order that rotates between rounds. Per method the cost of a 
 writer's transaction plus the maintenance after it; its incremental cost is that minus the
 no-view writer's (medians). Every view is compared with its query at the end; a difference
 fails the benchmark.
+
+Then, per view, a sweep of large batches (--sweep, shares of the parts up to all of them, each one
+UPDATE statement) for idivm `id` and `auto` against REFRESH: where recomputing is the cheaper way,
+auto should cost at most 1.2x of it. And over V''s parts, the writers' throughput (bench/peer_writes.py:
+pgbench, single-row UPDATE and INSERT and bulk UPDATE, 1 and 2 clients) with no view, idivm's deferred
+capture, its immediate mode, pg_ivm and the hand-written floor's capture. Last, every target of issue
+36 these runs measure, one line each with its ratio, met or not.
 """
 from __future__ import annotations
 
+import os
 import random
 import sys
 import time
@@ -43,6 +52,8 @@ import psycopg
 
 from .. import api
 from ..errors import IdivmError, first_line
+from ..operate.scheduler import Worker
+from . import peer_writes
 from .common import batches_parser, machine, pg_ivm_version, print_table, pyplot, save, scratch_database, summary, timed_load, write_json
 from .devices import load as load_devices
 from ..sqltext import ident, string_literal
@@ -71,10 +82,22 @@ class Method:
 METHODS = [Method(f"idivm {s}" + (" immediate" if m == "immediate" else ""), "idivm", s, m)
            for m in ("deferred", "immediate") for s in ("id", "tuple", "higher-order", "auto")
            if not (m == "immediate" and s == "auto")] + [
-    Method("idivm id via SQL", "idivm", "id", "sql"), Method("pg_ivm", "pg_ivm"), Method("REFRESH MATERIALIZED VIEW", "recompute"),
+    Method("idivm id via SQL", "idivm", "id", "sql"), Method("idivm id via CALL", "idivm", "id", "call"),
+    Method("idivm id via scheduler", "idivm", "id", "scheduler"),
+    Method("pg_ivm", "pg_ivm"), Method("REFRESH MATERIALIZED VIEW", "recompute"),
+    Method("REFRESH MATERIALIZED VIEW CONCURRENTLY", "recompute", mode="concurrently"),
     Method("hand-written floor", "floor"), Method("no view", "none")]
 BASELINE = "no view"
 PEER = "pg_ivm"
+RECOMPUTE = "REFRESH MATERIALIZED VIEW"
+# PostgreSQL's recomputation that, like idivm's, never blocks the view's readers (a diff against the
+# stored rows, through a unique index): measured in the sweep of large batches only, where it can win
+CONCURRENT = "REFRESH MATERIALIZED VIEW CONCURRENTLY"
+DEFERRED_MODES = ("deferred", "sql", "call", "scheduler")  # maintained after the writer's transaction
+# the sweep of large batches (one UPDATE of a share of the parts) and the write throughput: the methods
+# each measures, where they are asked for
+SWEEP_METHODS = ("idivm id", "idivm auto", RECOMPUTE, CONCURRENT, BASELINE)
+WRITE_METHODS = (BASELINE, "idivm id", "idivm id immediate", PEER, "hand-written floor")
 
 
 def _schema(i: int) -> str:
@@ -112,19 +135,25 @@ FLOOR_APPLY = {
 FLOOR_APPLY["L"] = FLOOR_APPLY["V'"]  # a price change moves the sums of the devices with that part, padded or not
 FLOOR_INDEX = {"V": "CREATE INDEX ON {s}.v (pid)", "V'": "CREATE UNIQUE INDEX ON {s}.v (did)",
                "L": "CREATE UNIQUE INDEX ON {s}.v (did)"}
+UNIQUE_INDEX = {"V": "CREATE UNIQUE INDEX ON {s}.v (did, pid)", "V'": FLOOR_INDEX["V'"], "L": FLOOR_INDEX["L"]}
 
 
 def _create(db, engine, m: Method, label: str, schema: str) -> None:
     s = ident(schema)
     query = _view_sql(label, schema)
     if m.kind == "idivm":
-        engine.register_view(f"{schema}.v", query, strategy=m.strategy, mode="deferred" if m.mode == "sql" else m.mode)
+        engine.register_view(f"{schema}.v", query, strategy=m.strategy,
+                             mode="deferred" if m.mode in DEFERRED_MODES else m.mode)
+        if m.mode == "scheduler":  # due as soon as a change is pending, without a NOTIFY per write
+            engine.set_policy(f"{schema}.v", every=0.001)
     elif m.kind == "pg_ivm":
         db.execute("SELECT pgivm.create_immv(%s, %s)", (f"{schema}.v", query))
         if label == "V":  # pg_ivm indexes V' (its GROUP BY) itself, V not (it lacks devices_parts' key)
             db.execute(FLOOR_INDEX[label].format(s=s))  # as its README advises; without it a batch took seconds
     elif m.kind == "recompute":
         db.execute(f"CREATE MATERIALIZED VIEW {s}.v AS {query}")
+        if m.mode == "concurrently":  # REFRESH ... CONCURRENTLY needs one
+            db.execute(UNIQUE_INDEX[label].format(s=s))
     elif m.kind == "floor":
         db.execute(f"CREATE TABLE {s}.v AS {query}")
         db.execute(FLOOR_INDEX[label].format(s=s))
@@ -146,7 +175,8 @@ def _drop(db, engine, m: Method, schema: str) -> None:
                    f"DROP TABLE {s}.price_log; DROP TABLE {s}.v")
 
 
-def _batch(db, engine, m: Method, label: str, schema: str, pids: list[int], one_statement: bool = False) -> tuple[float, float]:
+def _batch(db, engine, m: Method, label: str, schema: str, pids: list[int], one_statement: bool = False,
+           scheduler: Worker | None = None) -> tuple[float, float]:
     """One batch on the method's tables: (seconds of the writer's transaction, of the maintenance after
     it). The batch is one single-row UPDATE per part, or with `one_statement` one UPDATE of them all."""
     s = ident(schema)
@@ -161,8 +191,12 @@ def _batch(db, engine, m: Method, label: str, schema: str, pids: list[int], one_
         engine.maintain(f"{schema}.v")
     elif m.kind == "idivm" and m.mode == "sql":  # one round trip: a name of ours, so a literal is safe
         db.execute(f"BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT idivm.maintain({string_literal(schema + '.v')}); COMMIT")
+    elif m.kind == "idivm" and m.mode == "call":  # as pg_cron calls it
+        db.execute(f"CALL idivm.maintain_all(ARRAY[{string_literal(schema + '.v')}])")
+    elif m.kind == "idivm" and m.mode == "scheduler":  # one pass of `idivm schedule`: every view's status, the due one
+        scheduler.run_pass()
     elif m.kind == "recompute":
-        db.execute(f"REFRESH MATERIALIZED VIEW {s}.v")
+        db.execute(f"REFRESH MATERIALIZED VIEW {'CONCURRENTLY ' if m.mode == 'concurrently' else ''}{s}.v")
     elif m.kind == "floor":
         with db.transaction():
             db.execute(FLOOR_APPLY[label].format(s=s))
@@ -180,8 +214,10 @@ def _differs(db, label: str, schema: str) -> int:
 
 def run(dsn: str | None = None, scale: float = 0.02, batches: str = "1,10,200", rounds: int = 5,
         out: str = "bench-results/bench_peers.json", keep: bool = False, views: str = "V,V'",
-        one_statement: bool = False, only: str | None = None) -> int:
+        one_statement: bool = False, only: str | None = None, sweep: str = "1%,10%,100%", sweep_rounds: int = 3,
+        write_seconds: int = 3, write_transactions: int | None = None) -> int:
     sizes_of_batches = [int(b) for b in batches.split(",") if b.strip()]
+    shares = [_share(x) for x in sweep.split(",") if x.strip()]
     labels = [v.strip() for v in views.split(",") if v.strip()]
     unknown = [v for v in labels if v not in VIEWS]
     if unknown:
@@ -194,7 +230,7 @@ def run(dsn: str | None = None, scale: float = 0.02, batches: str = "1,10,200", 
               file=sys.stderr)
         return 2
     with scratch_database(dsn, keep) as (bench_dsn, version):
-        with psycopg.connect(bench_dsn, autocommit=True) as db:
+        with psycopg.connect(bench_dsn, autocommit=True) as db, open(os.devnull, "w") as quiet:
             pg_ivm = pg_ivm_version(db) if PEER in chosen else None
             methods = [m for m in METHODS if m.label in chosen and (m.kind != "pg_ivm" or pg_ivm)]
             sizes = timed_load(load_devices, db, scale, 0.2, 10, 2)
@@ -203,69 +239,132 @@ def run(dsn: str | None = None, scale: float = 0.02, batches: str = "1,10,200", 
                 _copy_tables(db, _schema(i))
             print(f"copied the tables for {len(methods)} methods in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
             engine = api.connect(bench_dsn)
+            scheduler = Worker(engine, once=False, out=quiet)
             rng = random.Random(16)
-            results, rows, equal, refused = [], [], {}, {}
+            results, sweeps, writes, rows, equal, refused = [], [], [], [], {}, {}
+            registered, strategies = {}, {}
             for label in labels:
                 active = []
                 for i, m in enumerate(methods):
                     try:
+                        t = time.perf_counter()
                         _create(db, engine, m, label, _schema(i))
+                        if m.kind == "idivm":
+                            registered[f"{label}/{m.label}"] = time.perf_counter() - t
+                            strategies[f"{label}/{m.label}"] = engine.strategy_of(f"{_schema(i)}.v")
                         active.append((i, m))
                     except (IdivmError, psycopg.Error) as e:
                         refused[f"{label}/{m.label}"] = first_line(e)
-                times = {(n, m.label): [] for n in sizes_of_batches for _, m in active}
+
+                def batch(i, m, pids, whole):
+                    return _batch(db, engine, m, label, _schema(i), pids, whole, scheduler)
+
+                small = [(i, m) for i, m in active if m.label != CONCURRENT]
+                times = {(n, m.label): [] for n in sizes_of_batches for _, m in small}
                 for r in range(rounds):
                     for n in sizes_of_batches:
                         pids = rng.sample(range(1, sizes["parts"] + 1), n)
-                        k = (r * len(sizes_of_batches) + sizes_of_batches.index(n)) % len(active)
-                        for i, m in active[k:] + active[:k]:
-                            times[(n, m.label)].append(_batch(db, engine, m, label, _schema(i), pids, one_statement))
+                        k = (r * len(sizes_of_batches) + sizes_of_batches.index(n)) % len(small)
+                        for i, m in small[k:] + small[:k]:
+                            times[(n, m.label)].append(batch(i, m, pids, one_statement))
                     print(f"  {label}: round {r + 1} of {rounds} done", file=sys.stderr)
+                results += _entries(label, sizes_of_batches, small, times, rows)
+                swept = [(i, m) for i, m in active if m.label in SWEEP_METHODS]
+                if shares and len(swept) > 1:  # large batches, one UPDATE each: where recomputing wins
+                    counts = [max(1, round(sizes["parts"] * x)) for x in shares]
+                    times = {(n, m.label): [] for n in counts for _, m in swept}
+                    for r in range(sweep_rounds):
+                        for n in counts:
+                            pids = rng.sample(range(1, sizes["parts"] + 1), n)
+                            for i, m in swept[r % len(swept):] + swept[:r % len(swept)]:
+                                times[(n, m.label)].append(batch(i, m, pids, True))
+                    print(f"  {label}: the sweep of {', '.join(map(str, counts))} changes done", file=sys.stderr)
+                    sweeps += _entries(label, counts, swept, times, rows, "one UPDATE")
+                written = {m.label: i for i, m in active if m.label in WRITE_METHODS}
+                if label == "V'" and write_seconds > 0 and len(written) > 1:  # issue 36's writers' targets are V''s
+                    for i in written.values():
+                        peer_writes.prepare(db, _schema(i), sizes["parts"])
+                    def catch_up(m: str) -> None:  # the deferred views brought up to date after each run, untimed
+                        if m == "idivm id":
+                            engine.maintain(f"{_schema(written[m])}.v")
+                        elif m == "hand-written floor":
+                            with db.transaction():
+                                db.execute(FLOOR_APPLY[label].format(s=ident(_schema(written[m]))))
+
+                    writes = peer_writes.measure(bench_dsn, {m: _schema(i) for m, i in written.items()},
+                                                 sizes["parts"], write_seconds, write_transactions, catch_up)
+                    print(f"  {label}: write throughput done", file=sys.stderr)
                 for i, m in active:
                     if m.kind != "none":
                         equal[f"{label}/{m.label}"] = _differs(db, label, _schema(i)) == 0
                     _drop(db, engine, m, _schema(i))
-                for n in sizes_of_batches:
-                    entry = {"view": label, "batch": n, "methods": {}}
-                    for _, m in active:
-                        t = times[(n, m.label)]
-                        entry["methods"][m.label] = {"writer": summary([w for w, _ in t]),
-                                                     "maintenance": summary([x for _, x in t]),
-                                                     "total": summary([w + x for w, x in t])}
-                    base = entry["methods"].get(BASELINE, {}).get("total", {}).get("median", 0.0)
-                    for stats in entry["methods"].values():
-                        stats["incremental"] = stats["total"]["median"] - base
-                    peer = entry["methods"].get(PEER, {}).get("incremental")
-                    for name, stats in entry["methods"].items():
-                        ratio = stats["incremental"] / peer if peer and name != BASELINE else None
-                        stats["vs_pg_ivm"] = ratio
-                        rows.append([label, n, name, stats["writer"]["median"] * 1000,
-                                     stats["maintenance"]["median"] * 1000, stats["total"]["median"] * 1000,
-                                     stats["incremental"] * 1000 if name != BASELINE else "",
-                                     f"{ratio:.3g}x" if ratio is not None else ""])
-                    results.append(entry)
             engine.close()
     ok = all(equal.values())
-    writes = "one UPDATE of d parts' prices" if one_statement else "d single-row price updates (one transaction)"
-    print(f"Cost of one batch of {writes} as the user pays it: the writer's "
+    writes_shown = "one UPDATE of d parts' prices" if one_statement else "d single-row price updates (one transaction)"
+    print(f"Cost of one batch of {writes_shown} as the user pays it: the writer's "
           f"transaction plus the maintenance after it; incremental = that minus the writer alone ({BASELINE}). "
-          f"Scale {scale} ({sizes}); medians of {rounds} rounds; PostgreSQL {version}; "
-          f"pg_ivm {pg_ivm or 'not installed'}")
+          f"Scale {scale} ({sizes}); medians of {rounds} rounds ({sweep_rounds} for the sweep of large batches, "
+          f"each one UPDATE); PostgreSQL {version}; pg_ivm {pg_ivm or 'not installed'}")
     print_table(["view", "d", "method", "writer ms", "maintain ms", "total ms", "incremental ms", "vs pg_ivm"], rows)
+    if writes:
+        print(f"Write throughput on V''s parts (pgbench, {write_transactions} transactions per client"
+              if write_transactions else f"Write throughput on V''s parts (pgbench, {write_seconds} s a run", end="")
+        print("), transactions per second:")
+        methods_written = list(writes[0]["tps"])
+        print_table(["workload", "clients"] + methods_written,
+                    [[w["workload"], w["clients"]] + [w["tps"][m] for m in methods_written] for w in writes])
     for what, why in refused.items():
         print(f"refused: {what}: {why}")
-    for line in targets(results):
+    for line in targets(results, sweeps, writes, registered, strategies):
         print(line)
     plot_path = out.replace(".json", ".png")
-    plot(results, plot_path)
+    plot(results + sweeps, plot_path)
     write_json(out, {"benchmark": "peers", "machine": machine(), "postgresql": version, "pg_ivm": pg_ivm,
                      "views": {k: VIEWS[k][0] for k in labels},
                      "parameters": {"scale": scale, "batches": sizes_of_batches, "rounds": rounds,
-                                    "one_statement": one_statement},
-                     "sizes": sizes, "results": results, "refused": refused,
+                                    "one_statement": one_statement, "sweep": shares, "sweep_rounds": sweep_rounds,
+                                    "write_seconds": write_seconds, "write_transactions": write_transactions},
+                     "sizes": sizes, "results": results, "sweep": sweeps, "writes": writes,
+                     "registration_seconds": registered, "strategies": strategies, "refused": refused,
+                     "targets": targets(results, sweeps, writes, registered, strategies),
                      "views_equal_recomputation": equal, "plots": [plot_path]})
     print(f"views equal recomputation: {ok}; json: {out}; plot: {plot_path}")
     return 0 if ok else 1
+
+
+def _share(text: str) -> float:
+    """A sweep's batch as a share of the parts: '10%' or 0.1."""
+    text = text.strip()
+    value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    if not 0 < value <= 1:
+        raise SystemExit(f"bench peers: a sweep's batch is a share of the parts in (0, 100%], got {text!r}")
+    return value
+
+
+def _entries(label: str, counts: list[int], active, times: dict, rows: list, kind: str = "") -> list[dict]:
+    """Per batch size: each method's writer, maintenance and total medians, and its incremental cost
+    (total minus the no-view writer's), also appended to the printed table's rows."""
+    entries = []
+    for n in counts:
+        entry = {"view": label, "batch": n, "methods": {}}
+        for _, m in active:
+            t = times[(n, m.label)]
+            entry["methods"][m.label] = {"writer": summary([w for w, _ in t]),
+                                         "maintenance": summary([x for _, x in t]),
+                                         "total": summary([w + x for w, x in t])}
+        base = entry["methods"].get(BASELINE, {}).get("total", {}).get("median", 0.0)
+        for stats in entry["methods"].values():
+            stats["incremental"] = stats["total"]["median"] - base
+        peer = entry["methods"].get(PEER, {}).get("incremental")
+        for name, stats in entry["methods"].items():
+            ratio = stats["incremental"] / peer if peer and name != BASELINE else None
+            stats["vs_pg_ivm"] = ratio
+            rows.append([label, f"{n} ({kind})" if kind else n, name, stats["writer"]["median"] * 1000,
+                         stats["maintenance"]["median"] * 1000, stats["total"]["median"] * 1000,
+                         stats["incremental"] * 1000 if name != BASELINE else "",
+                         f"{ratio:.3g}x" if ratio is not None else ""])
+        entries.append(entry)
+    return entries
 
 
 # issue 36's targets that these runs measure, each (what, method, relative to, at most, batch sizes:
@@ -273,29 +372,80 @@ def run(dsn: str | None = None, scale: float = 0.02, batches: str = "1,10,200", 
 TARGETS = (
     ("one change, deferred through the API, at most pg_ivm's immediate cost", "idivm id", PEER, 1.0, 1),
     ("one change, deferred through SQL, at most pg_ivm's immediate cost", "idivm id via SQL", PEER, 1.0, 1),
+    ("one change, deferred through CALL, at most pg_ivm's immediate cost", "idivm id via CALL", PEER, 1.0, 1),
+    ("one change, deferred by a scheduler pass, at most pg_ivm's immediate cost", "idivm id via scheduler", PEER,
+     1.0, 1),
     ("immediate mode, at most half pg_ivm's cost of a single-row UPDATE (2x its throughput)",
      "idivm id immediate", PEER, 0.5, 1),
     ("higher-order at least as fast as id", "idivm higher-order", "idivm id", 1.0, None),
-    ("auto never slower than 1.2x recomputation where that is cheaper", "idivm auto", "REFRESH MATERIALIZED VIEW",
-     None, None),
+    ("higher-order immediate at most pg_ivm's cost", "idivm higher-order immediate", PEER, 1.0, None),
 )
+REGISTRATION_BOUND = 10.0  # seconds: "registration of any view bounded (seconds, not minutes)"
 
 
-def targets(results: list[dict]) -> list[str]:
+def targets(results: list[dict], sweeps: list[dict] = (), writes: list[dict] = (), registered: dict | None = None,
+            strategies: dict | None = None) -> list[str]:
     """One line per target, view and batch size these results measure: the ratio, met or not."""
     lines = []
+
+    def line(what, view, batch, ratio, other, bound):
+        met = "measured" if bound is None else "met" if ratio <= bound else "NOT met"
+        lines.append(f"target ({what}; {view}, d = {batch}): {ratio:.2f}x of {other}, {met}")
+
     for what, method, other, at_most, only in TARGETS:
         for entry in results:
             ms = entry["methods"]
             if method not in ms or other not in ms or (only is not None and entry["batch"] != only):
                 continue
             mine, theirs = ms[method]["incremental"], ms[other]["incremental"]
-            if at_most is None:  # against the cheaper of recomputing and the method itself
-                ratio, bound = mine / min(mine, theirs) if min(mine, theirs) > 0 else 1.0, 1.2
-            else:
-                ratio, bound = (mine / theirs if theirs > 0 else float("inf")), at_most
-            lines.append(f"target ({what}; {entry['view']}, d = {entry['batch']}): {ratio:.2f}x of {other}, "
-                         f"{'met' if ratio <= bound else 'NOT met'}")
+            line(what, entry["view"], entry["batch"], mine / theirs if theirs > 0 else float("inf"), other, at_most)
+    for entry in list(results) + list(sweeps):  # Enzyme's bar: never much slower than the cheaper way
+        ms = entry["methods"]
+        recompute = CONCURRENT if CONCURRENT in ms else RECOMPUTE
+        if "idivm auto" not in ms or recompute not in ms:
+            continue
+        ways = {k: ms[k]["incremental"] for k in ("idivm id", recompute) if k in ms}
+        cheaper = min(ways, key=ways.get)
+        auto = ms["idivm auto"]["incremental"]
+        line("auto at most 1.2x the cheaper of the Δ-script and a recomputation that never blocks readers",
+             entry["view"], entry["batch"], auto / ways[cheaper] if ways[cheaper] > 0 else 1.0, cheaper, 1.2)
+        if RECOMPUTE in ms and ms[RECOMPUTE]["incremental"] < auto:  # it blocks the view's readers meanwhile
+            line("auto against REFRESH, which blocks the view's readers while it runs", entry["view"],
+                 entry["batch"], auto / ms[RECOMPUTE]["incremental"] if ms[RECOMPUTE]["incremental"] > 0 else 1.0,
+                 RECOMPUTE, None)
+    for entry in results:
+        ms = entry["methods"]
+        if "idivm id" in ms and "hand-written floor" in ms and entry["batch"] > 1:
+            floor = ms["hand-written floor"]["incremental"]
+            line("per change, id against the hand-written floor over the same changes", entry["view"], entry["batch"],
+                 ms["idivm id"]["incremental"] / floor if floor > 0 else float("inf"), "hand-written floor", None)
+    for view in dict.fromkeys(e["view"] for e in results):
+        took = (strategies or {}).get(f"{view}/idivm auto")
+        faster = [min(("idivm id", "idivm higher-order"), key=lambda k: e["methods"][k]["incremental"])
+                  for e in results if e["view"] == view and {"idivm id", "idivm higher-order"} <= set(e["methods"])]
+        if took and faster:
+            won = {f.removeprefix("idivm ") for f in faster}
+            verdict = "met" if won == {took} else "NOT met" if took not in won else "met at some sizes"
+            lines.append(f"target (auto takes the faster of id and higher-order; {view}): auto took {took}, "
+                         f"the faster measured: {', '.join(sorted(won))}, {verdict}")
+    if registered:
+        slowest = max(registered, key=registered.get)
+        lines.append(f"target (registration bounded, at most {REGISTRATION_BOUND:g} s): the slowest, {slowest}, "
+                     f"took {registered[slowest]:.2f} s, {'met' if registered[slowest] <= REGISTRATION_BOUND else 'NOT met'}")
+    for w in writes:
+        tps = w["tps"]
+        where = f"{w['workload']}, {w['clients']} client{'s' if w['clients'] > 1 else ''}"
+        if "idivm id" in tps and BASELINE in tps:
+            kept, bound = tps["idivm id"] / tps[BASELINE], 0.90 if w["workload"].startswith("bulk") else 0.85
+            lines.append(f"target (deferred capture keeps at least {bound:.0%} of the writers' throughput; V', {where}): "
+                         f"{kept:.0%}, {'met' if kept >= bound else 'NOT met'}")
+        if "hand-written floor" in tps and BASELINE in tps and w["workload"] != "insert":  # it logs updates only
+            lines.append(f"measured (the hand-written floor's capture keeps; V', {where}): "
+                         f"{tps['hand-written floor'] / tps[BASELINE]:.0%} of the writers' throughput")
+        if "idivm id immediate" in tps and PEER in tps and not w["workload"].startswith("bulk"):
+            ratio = tps["idivm id immediate"] / tps[PEER]
+            lines.append(f"target (immediate mode at least 2x pg_ivm's write throughput; V', {where}): "
+                         f"{ratio:.2f}x, {'met' if ratio >= 2 else 'NOT met'}")
     return lines
 
 
@@ -332,5 +482,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--methods", default=None,
                     help="comma-separated method labels as the table prints them (default: all; "
                          "'no view' is always measured, as the baseline)")
+    ap.add_argument("--sweep", default="1%,10%,100%",
+                    help="comma-separated shares of the parts, each one UPDATE, for idivm id and auto against "
+                         "REFRESH (issue 36's 'never slower than recomputation'); '' leaves the sweep out")
+    ap.add_argument("--sweep-rounds", type=int, default=3)
+    ap.add_argument("--write-seconds", type=int, default=3,
+                    help="each pgbench run of the write throughput over V''s parts (0 leaves it out)")
+    ap.add_argument("--write-transactions", type=int, default=None,
+                    help="transactions per client in each pgbench run instead of --write-seconds (a quick check)")
     a = ap.parse_args(argv)
-    return run(a.dsn, a.scale, a.batches, a.rounds, a.out, a.keep, a.views, a.one_statement, a.methods)
+    return run(a.dsn, a.scale, a.batches, a.rounds, a.out, a.keep, a.views, a.one_statement, a.methods, a.sweep,
+               a.sweep_rounds, a.write_seconds, a.write_transactions)
