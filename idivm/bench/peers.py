@@ -34,8 +34,9 @@ no-view writer's (medians). Every view is compared with its query at the end; a 
 fails the benchmark.
 
 Then, per view, a sweep of large batches (--sweep, shares of the parts up to all of them, each one
-UPDATE statement) for idivm `id` and `auto` against REFRESH: where recomputing is the cheaper way,
-auto should cost at most 1.2x of it. And over V''s parts, the writers' throughput (bench/peer_writes.py:
+UPDATE statement) for idivm `id` and `auto`, `id` with `--recompute never` (the Δ-script alone), REFRESH,
+and REFRESH CONCURRENTLY (which, like idivm's recomputation, never blocks the view's readers): auto
+should cost at most 1.2x of the cheaper of the Δ-script and that recomputation. And over V''s parts, the writers' throughput (bench/peer_writes.py:
 pgbench, single-row UPDATE and INSERT and bulk UPDATE, 1 and 2 clients) with no view, idivm's deferred
 capture, its immediate mode, pg_ivm and the hand-written floor's capture. Last, every target of issue
 36 these runs measure, one line each with its ratio, met or not.
@@ -84,6 +85,7 @@ METHODS = [Method(f"idivm {s}" + (" immediate" if m == "immediate" else ""), "id
            if not (m == "immediate" and s == "auto")] + [
     Method("idivm id via SQL", "idivm", "id", "sql"), Method("idivm id via CALL", "idivm", "id", "call"),
     Method("idivm id via scheduler", "idivm", "id", "scheduler"),
+    Method("idivm id, Δ-script only", "idivm", "id", "never"),
     Method("pg_ivm", "pg_ivm"), Method("REFRESH MATERIALIZED VIEW", "recompute"),
     Method("REFRESH MATERIALIZED VIEW CONCURRENTLY", "recompute", mode="concurrently"),
     Method("hand-written floor", "floor"), Method("no view", "none")]
@@ -93,10 +95,12 @@ RECOMPUTE = "REFRESH MATERIALIZED VIEW"
 # PostgreSQL's recomputation that, like idivm's, never blocks the view's readers (a diff against the
 # stored rows, through a unique index): measured in the sweep of large batches only, where it can win
 CONCURRENT = "REFRESH MATERIALIZED VIEW CONCURRENTLY"
-DEFERRED_MODES = ("deferred", "sql", "call", "scheduler")  # maintained after the writer's transaction
+SCRIPT_ONLY = "idivm id, Δ-script only"  # --recompute never: the incremental way alone, whatever the batch
+SWEEP_ONLY = (CONCURRENT, SCRIPT_ONLY)
+DEFERRED_MODES = ("deferred", "sql", "call", "scheduler", "never")  # maintained after the writer's transaction
 # the sweep of large batches (one UPDATE of a share of the parts) and the write throughput: the methods
 # each measures, where they are asked for
-SWEEP_METHODS = ("idivm id", "idivm auto", RECOMPUTE, CONCURRENT, BASELINE)
+SWEEP_METHODS = (SCRIPT_ONLY, "idivm id", "idivm auto", RECOMPUTE, CONCURRENT, BASELINE)
 WRITE_METHODS = (BASELINE, "idivm id", "idivm id immediate", PEER, "hand-written floor")
 
 
@@ -146,6 +150,8 @@ def _create(db, engine, m: Method, label: str, schema: str) -> None:
                              mode="deferred" if m.mode in DEFERRED_MODES else m.mode)
         if m.mode == "scheduler":  # due as soon as a change is pending, without a NOTIFY per write
             engine.set_policy(f"{schema}.v", every=0.001)
+        elif m.mode == "never":
+            engine.set_policy(f"{schema}.v", recompute="never")
     elif m.kind == "pg_ivm":
         db.execute("SELECT pgivm.create_immv(%s, %s)", (f"{schema}.v", query))
         if label == "V":  # pg_ivm indexes V' (its GROUP BY) itself, V not (it lacks devices_parts' key)
@@ -187,7 +193,7 @@ def _batch(db, engine, m: Method, label: str, schema: str, pids: list[int], one_
         else:
             cur.executemany(f"UPDATE {s}.parts SET price = price + 1 WHERE pid = %s", [(p,) for p in pids])
     t1 = time.perf_counter()
-    if m.kind == "idivm" and m.mode == "deferred":
+    if m.kind == "idivm" and m.mode in ("deferred", "never"):
         engine.maintain(f"{schema}.v")
     elif m.kind == "idivm" and m.mode == "sql":  # one round trip: a name of ours, so a literal is safe
         db.execute(f"BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT idivm.maintain({string_literal(schema + '.v')}); COMMIT")
@@ -259,7 +265,7 @@ def run(dsn: str | None = None, scale: float = 0.02, batches: str = "1,10,200", 
                 def batch(i, m, pids, whole):
                     return _batch(db, engine, m, label, _schema(i), pids, whole, scheduler)
 
-                small = [(i, m) for i, m in active if m.label != CONCURRENT]
+                small = [(i, m) for i, m in active if m.label not in SWEEP_ONLY]
                 times = {(n, m.label): [] for n in sizes_of_batches for _, m in small}
                 for r in range(rounds):
                     for n in sizes_of_batches:
@@ -404,7 +410,8 @@ def targets(results: list[dict], sweeps: list[dict] = (), writes: list[dict] = (
         recompute = CONCURRENT if CONCURRENT in ms else RECOMPUTE
         if "idivm auto" not in ms or recompute not in ms:
             continue
-        ways = {k: ms[k]["incremental"] for k in ("idivm id", recompute) if k in ms}
+        ways = {k: ms[k]["incremental"] for k in (SCRIPT_ONLY if SCRIPT_ONLY in ms else "idivm id", recompute)
+                if k in ms}
         cheaper = min(ways, key=ways.get)
         auto = ms["idivm auto"]["incremental"]
         line("auto at most 1.2x the cheaper of the Δ-script and a recomputation that never blocks readers",
