@@ -26,6 +26,11 @@ from ..sqltext import qualified, run_batch, string_literal
 # of a small maintenance's time (docs/benchmarks.md, "Measurements behind the code").
 NAMES = "id, schema_name, view_name"
 NAMES_AND_ENGINE = "id, schema_name, view_name, policy_engine"
+# what a view's status reads (operate/status.py, every scheduler pass): not its definition, plan and
+# stored program, the large columns
+STATUS = ("id, schema_name, view_name, strategy, mode, last_snapshot, last_maintained_at, last_attempt_at, "
+          "consecutive_failures, stale_reason, last_duration_ms, last_changes, last_error, policy_every, "
+          "policy_max_pending, policy_max_staleness, policy_engine, policy_recompute")
 
 
 def all_views(conn: Connection, order: str = "id", columns: str = "*") -> list[sa.Row]:
@@ -428,15 +433,22 @@ def immediate_views(conn: Connection) -> list[sa.Row]:
         "SELECT id, schema_name, view_name FROM idivm.views WHERE mode = 'immediate' ORDER BY id")).all()
 
 
-def pending_by_log(conn: Connection, view_id: int, snapshot: str, logs: list[str]
-                   ) -> dict[str, tuple[int, datetime | None]]:
-    """Per log: committed rows not yet consumed by the view, and the oldest one's time (one statement)."""
-    if not logs:
-        return {}
-    parts = [f"SELECT {k} AS log, count(*) AS n, min(l.logged_at) AS oldest FROM {log} AS l "
-             f"WHERE {unconsumed('l', view_id, snapshot)}" for k, log in enumerate(logs)]
-    rows = conn.exec_driver_sql(" UNION ALL ".join(parts)).all()
-    return {logs[r[0]]: (int(r[1]), r[2].astimezone(timezone.utc) if r[2] else None) for r in rows}
+def pending_by_log(conn: Connection, views: list[tuple[int, str, list[str]]]
+                   ) -> dict[int, dict[str, tuple[int, datetime | None]]]:
+    """For each (view id, its last_snapshot, its logs): per log, the committed rows the view has not
+    consumed yet, and the oldest one's time; all in one statement, so that a scheduler pass over
+    many views costs one round trip, not one a view."""
+    out: dict[int, dict[str, tuple[int, datetime | None]]] = {view_id: {} for view_id, _, _ in views}
+    wanted = [(view_id, snapshot, log) for view_id, snapshot, logs in views for log in logs]
+    if not wanted:
+        return out
+    sql = " UNION ALL ".join(f"SELECT {k} AS k, count(*) AS n, min(l.logged_at) AS oldest FROM {log} AS l "
+                             f"WHERE {unconsumed('l', view_id, snapshot)}"
+                             for k, (view_id, snapshot, log) in enumerate(wanted))
+    for k, n, oldest in conn.exec_driver_sql(sql).all():
+        view_id, _, log = wanted[k]
+        out[view_id][log] = (int(n), oldest.astimezone(timezone.utc) if oldest else None)
+    return out
 
 
 def unconsumed_count(conn: Connection, log_table: str, view_id: int, snapshot: str) -> int:

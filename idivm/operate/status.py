@@ -55,18 +55,19 @@ def view_statuses(conn: Connection, default: Policy = DEFAULT, now: datetime | N
                   view_ids: list[int] | None = None, storage: bool = False) -> list[ViewStatus]:
     """Every view's status (those of view_ids only, if given); with storage, the bytes it uses too
     (operate/storage.py: sizes of its tables and a count of its logs, so not on the scheduler's path)."""
-    rows = catalog.all_views(conn, order="name")
+    rows = [r for r in catalog.all_views(conn, order="name", columns=catalog.STATUS)
+            if view_ids is None or r.id in view_ids]
     inputs = catalog.all_inputs(conn)
     now = now or server_now(conn)  # the catalog's times are the server's; the client's may differ
     sizes = catalog.storage_bytes(conn) if storage else {}
     log_bytes = log_sizes(conn, {i.log_table for i in inputs}) if storage else {}
+    # an immediate view consumes no log: its changes were applied by the writers themselves
+    pending_logs = catalog.pending_by_log(conn, [(r.id, r.last_snapshot, [i.log_table for i in inputs if i.view_id == r.id])
+                                                 for r in rows if r.mode == "deferred"])
     out = []
     for r in rows:
-        if view_ids is not None and r.id not in view_ids:
-            continue
         logs = [i for i in inputs if i.view_id == r.id]
-        # an immediate view consumes no log: its changes were applied by the writers themselves
-        by_log = catalog.pending_by_log(conn, r.id, r.last_snapshot, [i.log_table for i in logs]) if r.mode == "deferred" else {}
+        by_log = pending_logs.get(r.id, {})
         pending = sum(n for n, _ in by_log.values())
         oldest = min((t for _, t in by_log.values() if t is not None), default=None)
         state = ViewState(pending=pending, oldest_pending_at=oldest, last_maintained_at=r.last_maintained_at,
