@@ -265,3 +265,14 @@ def test_oltp_benchmark_runs_and_verifies(server_dsn, tmp_path):
         assert r["views_equal_recomputation"] == {name: True for name in VIEWS}
     assert data["results"][1]["unseen_orders"] == 0 and data["results"][0]["transactions"]["new_order"] > 0
     assert (tmp_path / "oltp.png").stat().st_size > 0
+
+
+def test_a_benchmark_refuses_an_out_that_is_no_json_file_before_it_runs(tmp_path, capsys):
+    """--out is checked when the options are read, not after a run of minutes that then cannot write."""
+    from idivm.bench.peers import main
+
+    for bad in (str(tmp_path), str(tmp_path / "peers.txt")):
+        with pytest.raises(SystemExit) as stop:
+            main(["--out", bad])
+        assert stop.value.code == 2
+        assert "is not a path to a .json file" in capsys.readouterr().err

@@ -175,9 +175,17 @@ def parser(doc: str, out: str) -> argparse.ArgumentParser:
     """The options every benchmark has: where to run, where to write, whether to keep the database."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dsn", default=None, help="server to create the benchmark database on (default: idivm's)")
-    ap.add_argument("--out", default=out, help="JSON results (plots are written next to it)")
+    ap.add_argument("--out", default=out, type=_out_file, help="JSON results (plots are written next to it)")
     ap.add_argument("--keep", action="store_true", help="keep the benchmark database")
     return ap
+
+
+def _out_file(path: str) -> str:
+    """--out checked before a run of minutes, not after it: a file's path, ending in .json (the plots
+    take its name with .png)."""
+    if Path(path).is_dir() or not path.endswith(".json"):
+        raise argparse.ArgumentTypeError(f"{path!r} is not a path to a .json file (the plots are written beside it)")
+    return path
 
 
 def batches_parser(doc: str, out: str, scale: float, scale_help: str, batches: str) -> argparse.ArgumentParser:
