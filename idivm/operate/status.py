@@ -61,12 +61,15 @@ def view_statuses(conn: Connection, default: Policy = DEFAULT, now: datetime | N
     now = now or server_now(conn)  # the catalog's times are the server's; the client's may differ
     sizes = catalog.storage_bytes(conn) if storage else {}
     log_bytes = log_sizes(conn, {i.log_table for i in inputs}) if storage else {}
+    inputs_of: dict[int, list] = {}
+    for i in inputs:
+        inputs_of.setdefault(i.view_id, []).append(i)
     # an immediate view consumes no log: its changes were applied by the writers themselves
-    pending_logs = catalog.pending_by_log(conn, [(r.id, r.last_snapshot, [i.log_table for i in inputs if i.view_id == r.id])
+    pending_logs = catalog.pending_by_log(conn, [(r.id, r.last_snapshot, [i.log_table for i in inputs_of.get(r.id, [])])
                                                  for r in rows if r.mode == "deferred"])
     out = []
     for r in rows:
-        logs = [i for i in inputs if i.view_id == r.id]
+        logs = inputs_of.get(r.id, [])
         by_log = pending_logs.get(r.id, {})
         pending = sum(n for n, _ in by_log.values())
         oldest = min((t for _, t in by_log.values() if t is not None), default=None)
